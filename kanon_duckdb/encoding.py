@@ -1,0 +1,207 @@
+"""Read quasi-identifiers from DuckDB and encode them as arrays for the kernels.
+
+``plan_qis`` decides which QIs are numeric or categorical from their SQL types (numeric SQL types
+are numeric unless listed in ``categorical``; VARCHAR columns listed in ``numeric`` are cast and
+must hold numbers). ``encode`` reads the columns (one Arrow scan, through a cursor), maps categorical
+values to leaf ordinals of their taxonomy (a flat tree when ``kanon_taxonomy`` has none) and
+returns a :class:`QIData`.
+
+NULL policy (documented in the README):
+- categorical: NULL is its own leaf directly under the root; a class holding NULL and other values
+  is generalized to the root, a class of NULLs only keeps NULL.
+- numeric: NULL sorts below every value (so NULLs cluster together); a class holding any NULL
+  publishes a NULL range (``c_min``/``c_max`` NULL, meaning "any value"), which the metrics count
+  as fully generalized.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .algorithms.base import QIData
+from .errors import DataError, InvalidParameterError, TaxonomyError, UnknownObjectError
+from .sqlutil import quote_ident, resolve_table
+from .taxonomy.tree import TaxonomyIndex, build_index
+
+_INT_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
+              "UINTEGER", "UBIGINT", "UHUGEINT"}
+_FLOAT_TYPES = {"FLOAT", "DOUBLE", "REAL"}
+
+
+@dataclass(frozen=True)
+class QIPlan:
+    table: str           # the user's table name
+    table_sql: str       # resolved, quoted name
+    qi: list             # all QIs in the user's order
+    numeric: list        # numeric QIs (in qi order)
+    integer: list        # numeric QIs with an integer SQL type
+    categorical: list    # categorical QIs (in qi order)
+    types: dict          # column -> SQL type
+    columns: list        # all columns of the table
+
+
+def _as_list(x, what):
+    if x is None:
+        return []
+    if isinstance(x, str):
+        return [x]
+    out = list(x)
+    for v in out:
+        if not isinstance(v, str):
+            raise InvalidParameterError(f"{what} must be a list of column names, got {v!r}")
+    return out
+
+
+def table_columns(con, table_sql_parts):
+    db, schema, name = table_sql_parts
+    rows = con.execute(
+        "SELECT column_name, data_type FROM duckdb_columns() WHERE database_name = ? AND "
+        "schema_name = ? AND table_name = ? ORDER BY column_index", [db, schema, name]).fetchall()
+    return [(r[0], r[1]) for r in rows]
+
+
+def plan_qis(con, table, qi, numeric=None, categorical=None) -> QIPlan:
+    """Resolve the table and split the QIs into numeric and categorical. O(#columns)."""
+    parts, table_sql = resolve_table(con, table)
+    cols = table_columns(con, parts)
+    types = {c: t for c, t in cols}
+    qi = _as_list(qi, "qi")
+    if not qi:
+        raise InvalidParameterError(
+            f"no quasi-identifiers given; pass qi := ['col', ...] with columns of {table!r}: "
+            + ", ".join(c for c, _ in cols))
+    forced_num, forced_cat = _as_list(numeric, "numeric"), _as_list(categorical, "categorical")
+    for c in qi + forced_num + forced_cat:
+        if c not in types:
+            raise UnknownObjectError(
+                f"column '{c}' does not exist in table {table!r}; its columns are: "
+                + ", ".join(col for col, _ in cols))
+    if len(set(qi)) != len(qi):
+        raise InvalidParameterError(f"qi lists a column twice: {qi}")
+    both = set(forced_num) & set(forced_cat)
+    if both:
+        raise InvalidParameterError(f"columns {sorted(both)} are listed as both numeric and categorical")
+    num, integer, cat = [], [], []
+    for c in qi:
+        base = types[c].split("(")[0].upper()
+        is_numeric_type = base in _INT_TYPES or base in _FLOAT_TYPES or base == "DECIMAL"
+        if c in forced_cat or (not is_numeric_type and c not in forced_num):
+            cat.append(c)
+        else:
+            num.append(c)
+            if base in _INT_TYPES:
+                integer.append(c)
+    return QIPlan(table, table_sql, qi, num, integer, cat, types, [c for c, _ in cols])
+
+
+def read_tree(con, attr) -> TaxonomyIndex | None:
+    """The tree of ``attr`` from kanon_taxonomy (children in insertion order), or None."""
+    rows = con.execute(
+        "SELECT child, parent FROM kanon_taxonomy WHERE attr = ? ORDER BY rowid", [attr]).fetchall()
+    if not rows:
+        return None
+    return build_index(attr, rows)
+
+
+def _check_coverage(tree: TaxonomyIndex, attr, values, counts):
+    missing, internal = [], []
+    for v, c in zip(values, counts):
+        if v is None or v in tree.leaf_of_label:
+            continue
+        (internal if v in tree.node_of_label else missing).append((v, c))
+    if missing:
+        missing.sort(key=lambda vc: -vc[1])
+        shown = ", ".join(f"'{v}' ({c} rows)" for v, c in missing[:10])
+        more = f" and {len(missing) - 10} more" if len(missing) > 10 else ""
+        raise TaxonomyError(
+            f"{len(missing)} value(s) of column '{attr}' are missing from its taxonomy: {shown}{more}. "
+            f"Add them as leaves, e.g. INSERT INTO kanon_taxonomy VALUES ('{attr}', "
+            f"'{missing[0][0]}', '<parent>'), or delete the tree to use a flat one")
+    if internal:
+        shown = ", ".join(f"'{v}' ({c} rows)" for v, c in internal[:10])
+        raise TaxonomyError(
+            f"value(s) of column '{attr}' are internal nodes, not leaves, of its taxonomy: {shown}. "
+            f"Data values must be leaves of the tree")
+
+
+def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False) -> tuple[np.ndarray, QIData]:
+    """Read the QIs (and ``extra_columns`` as raw Arrow arrays) and encode them.
+
+    Returns (rowid int64 (n,), QIData). Cost: one scan of the QI columns plus O(n·d) numpy work.
+    """
+    sel = ["rowid"]
+    for c in plan.numeric:
+        sel.append(f"TRY_CAST({quote_ident(c)} AS DOUBLE)")
+        if plan.types[c].split("(")[0].upper() in ("VARCHAR", "TEXT", "STRING"):
+            _check_numeric_text(con, plan, c)
+    for c in plan.categorical:
+        sel.append(f"CAST({quote_ident(c)} AS VARCHAR)")
+    for c in extra_columns:
+        sel.append(quote_ident(c))
+    tbl = con.sql(f"SELECT {', '.join(sel)} FROM {plan.table_sql}").to_arrow_table()
+    n = tbl.num_rows
+    if n == 0:
+        raise DataError(f"table {plan.table!r} is empty; there is nothing to anonymize")
+    rowid = tbl.column(0).to_numpy().astype(np.int64, copy=False)
+    dn, dc = len(plan.numeric), len(plan.categorical)
+    num = np.empty((n, dn), dtype=np.float64)
+    num_null = np.zeros((n, dn), dtype=bool)
+    lo = np.zeros(dn)
+    hi = np.zeros(dn)
+    for j in range(dn):
+        col = tbl.column(1 + j).combine_chunks()
+        vals = col.to_numpy(zero_copy_only=False).astype(np.float64)
+        isnull = np.isnan(vals) if col.null_count else np.zeros(n, bool)
+        if col.null_count:
+            isnull |= np.asarray(col.is_null())
+        if isnull.all():
+            lo[j] = hi[j] = 0.0
+        else:
+            lo[j], hi[j] = np.nanmin(vals[~isnull]), np.nanmax(vals[~isnull])
+        vals[isnull] = lo[j] - 1.0
+        num[:, j] = vals
+        num_null[:, j] = isnull
+    cat = np.empty((n, dc), dtype=np.int32)
+    trees = []
+    for j, c in enumerate(plan.categorical):
+        col = tbl.column(1 + dn + j).combine_chunks()
+        enc = pc.dictionary_encode(col)
+        values = enc.dictionary.to_pylist()
+        idx = enc.indices.to_numpy(zero_copy_only=False)
+        counts = np.bincount(enc.indices.fill_null(len(values)).to_numpy(), minlength=len(values) + 1)
+        tree = read_tree(con, c)
+        if tree is None:
+            tree = build_index(c, [(v, "*") for v in sorted(values)] if values else [("*", None)])
+            if "*" in values:
+                raise TaxonomyError(
+                    f"column '{c}' holds the value '*', which the automatic flat taxonomy uses as "
+                    f"its root; give '{c}' a taxonomy in kanon_taxonomy")
+        _check_coverage(tree, c, values, counts[:-1])
+        has_null = col.null_count > 0
+        if has_null:
+            tree = tree.with_null_leaf()
+        lut = np.array([tree.leaf_of_label[v] for v in values] + [tree.leaf_of_label.get(None, -1)],
+                       dtype=np.int32)
+        codes = enc.indices.fill_null(len(values)).to_numpy().astype(np.int64)
+        cat[:, j] = lut[codes]
+        trees.append(tree)
+    extra = {c: tbl.column(1 + dn + dc + i).combine_chunks() for i, c in enumerate(extra_columns)}
+    is_int = np.array([c in plan.integer for c in plan.numeric], dtype=bool)
+    data = QIData(n, np.ascontiguousarray(num), num_null, lo, hi, is_int, np.ascontiguousarray(cat),
+                  trees, list(plan.numeric), list(plan.categorical), extra)
+    return rowid, data
+
+
+def _check_numeric_text(con, plan, c):
+    q = quote_ident(c)
+    rows = con.execute(
+        f"SELECT {q}, count(*) FROM {plan.table_sql} WHERE {q} IS NOT NULL AND "
+        f"TRY_CAST({q} AS DOUBLE) IS NULL GROUP BY ALL ORDER BY 2 DESC LIMIT 5").fetchall()
+    if rows:
+        shown = ", ".join(f"'{v}' ({n} rows)" for v, n in rows)
+        raise DataError(
+            f"numeric QI '{c}' holds non-numeric text: {shown}. Clean the column, or treat it as "
+            f"categorical with categorical := ['{c}']")

@@ -1,0 +1,29 @@
+"""Error hierarchy. Every message names the problem and, where there is one, the fix."""
+
+
+class KanonError(ValueError):
+    """Base class of every error raised by kanon-duckdb."""
+
+
+class InvalidParameterError(KanonError):
+    """A parameter is out of range or of the wrong kind (k < 1, unknown algo, ...)."""
+
+
+class UnknownObjectError(KanonError):
+    """A table or column named by the user does not exist."""
+
+
+class TaxonomyError(KanonError):
+    """A taxonomy tree is malformed or does not cover the data."""
+
+
+class DataError(KanonError):
+    """The data cannot be anonymized as asked (empty table, non-numeric text in a numeric QI)."""
+
+
+class InfeasibleError(KanonError):
+    """No solution satisfies the constraints (e.g. k-anonymity within the suppression limit)."""
+
+
+class UnsupportedQueryError(KanonError):
+    """The query rewriter met a SQL construct it cannot estimate on anonymized data."""

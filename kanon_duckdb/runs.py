@@ -1,0 +1,58 @@
+"""The ``kanon_runs`` table: one row per anonymization run, written when a run succeeds."""
+from __future__ import annotations
+
+import json
+
+RUNS_DDL = """
+CREATE TABLE IF NOT EXISTS kanon_runs (
+    run_id BIGINT PRIMARY KEY,
+    created_at TIMESTAMP DEFAULT current_timestamp,
+    source VARCHAR,
+    k BIGINT,
+    algo VARCHAR,
+    qi VARCHAR[],
+    numeric_qi VARCHAR[],
+    categorical_qi VARCHAR[],
+    params VARCHAR,
+    seed BIGINT,
+    n_rows BIGINT,
+    n_classes BIGINT,
+    n_suppressed BIGINT,
+    elapsed_s DOUBLE,
+    qi_loss DOUBLE[],
+    weights DOUBLE[],
+    details VARCHAR
+)"""
+
+
+def ensure_runs_table(con) -> None:
+    con.execute(RUNS_DDL)
+
+
+def next_run_id(con) -> int:
+    return int(con.execute("SELECT coalesce(max(run_id), 0) + 1 FROM kanon_runs").fetchall()[0][0])
+
+
+def record_run(con, *, run_id, source, k, algo, qi, numeric_qi, categorical_qi, params, seed,
+               n_rows, n_classes, n_suppressed, elapsed_s, qi_loss, weights=None, details=None):
+    """Insert one run row (parameters bound, nothing spliced)."""
+    con.execute(
+        "INSERT INTO kanon_runs (run_id, source, k, algo, qi, numeric_qi, categorical_qi, params, "
+        "seed, n_rows, n_classes, n_suppressed, elapsed_s, qi_loss, weights, details) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [run_id, source, k, algo, list(qi), list(numeric_qi), list(categorical_qi),
+         json.dumps(params, default=_jsonable), seed, n_rows, n_classes, n_suppressed, elapsed_s,
+         [float(x) for x in qi_loss], None if weights is None else [float(w) for w in weights],
+         json.dumps(details or {}, default=_jsonable)])
+
+
+def _jsonable(x):
+    try:
+        import numpy as np
+        if isinstance(x, np.generic):
+            return x.item()
+        if isinstance(x, np.ndarray):
+            return x.tolist()
+    except ImportError:  # pragma: no cover
+        pass
+    return str(x)

@@ -1,0 +1,60 @@
+-- k_anonymize(tbl, k, algo, qi, ...): anonymize a base table, one row out per row in.
+--
+-- Output: every non-QI column unchanged; numeric QI c -> c_min, c_max (NULL range = any value,
+-- the NULL policy); categorical QI c -> label of the class's LCA in its taxonomy (or the chosen
+-- level for full-domain algorithms); ec (class id), ec_size, suppressed, kanon_run (kanon_runs.run_id).
+-- __kanon_plan is deterministic and folded at bind time, which names the output columns;
+-- __kanon_run runs once (materialized CTE) and returns the assignment and per-class values.
+CREATE OR REPLACE MACRO k_anonymize(tbl, k := 2, algo := 'mondrian', qi := NULL, seed := 0,
+        "numeric" := NULL, categorical := NULL, max_suppression := NULL, loss := NULL,
+        stars := NULL, iterations := NULL, sensitive := NULL, cof_threshold := NULL,
+        cof_neighbors := NULL, population := NULL, max_evaluations := NULL,
+        crossover_rate := NULL, mutation_rate := NULL, horizontal_rate := NULL) AS TABLE
+WITH __kanon_res AS MATERIALIZED (
+    SELECT __kanon_run(tbl, k, algo, qi, seed, "numeric", categorical,
+        map(['max_suppression', 'loss', 'stars', 'iterations', 'sensitive', 'cof_threshold',
+             'cof_neighbors', 'population', 'max_evaluations', 'crossover_rate', 'mutation_rate',
+             'horizontal_rate'],
+            [max_suppression::VARCHAR, loss::VARCHAR, stars::VARCHAR, iterations::VARCHAR,
+             sensitive::VARCHAR, cof_threshold::VARCHAR, cof_neighbors::VARCHAR,
+             population::VARCHAR, max_evaluations::VARCHAR, crossover_rate::VARCHAR,
+             mutation_rate::VARCHAR, horizontal_rate::VARCHAR])) AS r
+),
+__kanon_assign AS (
+    SELECT unnest(r.assign, recursive := true) FROM __kanon_res
+),
+__kanon_classes AS (
+    SELECT unnest(r.classes) AS __kanon_c, (SELECT r.run_id FROM __kanon_res) AS __kanon_run_id
+    FROM __kanon_res
+),
+__kanon_src AS (
+    FROM query('SELECT rowid AS __kanon_rid, NULL AS __kanon_pi, NULL AS __kanon_pf, NULL AS __kanon_pc, * FROM '
+               || __kanon_plan(tbl, qi, "numeric", categorical).tbl_sql)
+),
+-- Each COLUMNS group below also matches one padding column, because an empty COLUMNS set is an
+-- error (a table may have no integer, float or categorical QI); the paddings are dropped at the end.
+__kanon_out AS (
+SELECT
+    COLUMNS(lambda x: NOT list_contains(__kanon_plan(tbl, qi, "numeric", categorical).qi, x)
+                      AND NOT starts_with(x, '__kanon_') AND x <> 'rid' AND x <> 'ec' AND x <> '__kanon_c'
+                      AND x <> '__kanon_run_id'),
+    list_extract(__kanon_c.lo_i, list_position(__kanon_plan(tbl, qi, "numeric", categorical).int_qi,
+        alias(COLUMNS(lambda x: x = '__kanon_pi' OR list_contains(__kanon_plan(tbl, qi, "numeric", categorical).int_qi, x))))) AS '\0_min',
+    list_extract(__kanon_c.hi_i, list_position(__kanon_plan(tbl, qi, "numeric", categorical).int_qi,
+        alias(COLUMNS(lambda x: x = '__kanon_pi' OR list_contains(__kanon_plan(tbl, qi, "numeric", categorical).int_qi, x))))) AS '\0_max',
+    list_extract(__kanon_c.lo_f, list_position(__kanon_plan(tbl, qi, "numeric", categorical).float_qi,
+        alias(COLUMNS(lambda x: x = '__kanon_pf' OR list_contains(__kanon_plan(tbl, qi, "numeric", categorical).float_qi, x))))) AS '\0_min',
+    list_extract(__kanon_c.hi_f, list_position(__kanon_plan(tbl, qi, "numeric", categorical).float_qi,
+        alias(COLUMNS(lambda x: x = '__kanon_pf' OR list_contains(__kanon_plan(tbl, qi, "numeric", categorical).float_qi, x))))) AS '\0_max',
+    list_extract(__kanon_c.labels, list_position(__kanon_plan(tbl, qi, "numeric", categorical).cat_qi,
+        alias(COLUMNS(lambda x: x = '__kanon_pc' OR list_contains(__kanon_plan(tbl, qi, "numeric", categorical).cat_qi, x))))) AS '\0',
+    __kanon_assign.ec AS ec,
+    __kanon_c.size AS ec_size,
+    __kanon_c.suppressed AS suppressed,
+    __kanon_run_id AS kanon_run
+FROM __kanon_src
+JOIN __kanon_assign ON __kanon_src.__kanon_rid = __kanon_assign.rid
+JOIN __kanon_classes ON __kanon_assign.ec = __kanon_c.ec
+)
+SELECT * EXCLUDE (__kanon_pi_min, __kanon_pi_max, __kanon_pf_min, __kanon_pf_max, __kanon_pc)
+FROM __kanon_out;
