@@ -86,15 +86,33 @@ def result_to_arrow(res) -> pa.StructArray:
         names=["run_id", "assign", "classes"])
 
 
+def _catalog_version(con):
+    """A number that changes whenever a name may bind differently (None when unavailable)."""
+    fn = getattr(con, "_catalog_version", None)
+    try:
+        return fn() if fn is not None else None
+    except Exception:  # pragma: no cover - private API of the DuckDB Python package
+        return None
+
+
 def register_anonymize_udfs(con) -> None:
+    plan_cache: dict = {}
+
     def kanon_plan(tbl, qi, numeric, categorical):
-        cur = con.cursor()
-        try:
-            plan = plan_qis(cur, first_value(tbl), first_value(qi), first_value(numeric),
-                            first_value(categorical))
-        finally:
-            cur.close()
-        return pa.array([_plan_struct(plan)] * len(tbl))
+        args = (first_value(tbl), first_value(qi), first_value(numeric), first_value(categorical))
+        key = (repr(args), _catalog_version(con))
+        struct = plan_cache.get(key) if key[1] is not None else None
+        if struct is None:
+            cur = con.cursor()
+            try:
+                struct = _plan_struct(plan_qis(cur, *args))
+            finally:
+                cur.close()
+            if key[1] is not None:
+                if len(plan_cache) > 64:
+                    plan_cache.clear()
+                plan_cache[key] = struct
+        return pa.array([struct] * len(tbl))
 
     def kanon_run(tbl, k, algo, qi, seed, numeric, categorical, params):
         cur = con.cursor()

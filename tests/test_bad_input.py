@@ -1,0 +1,93 @@
+"""Bad input: a DuckDB error that names the problem, no table left behind, source untouched."""
+import duckdb
+import pytest
+
+import kanon_duckdb
+
+
+@pytest.fixture()
+def con():
+    c = kanon_duckdb.connect()
+    c.execute("CREATE TABLE t AS SELECT i AS id, i % 7 AS a, ['x','y'][1 + i % 2] AS b, "
+              "CASE WHEN i = 3 THEN 'abc' ELSE '1' END AS txt FROM range(20) r(i)")
+    c.execute("CREATE TABLE empty_t (a INTEGER, b VARCHAR)")
+    yield c
+    c.close()
+
+
+def fingerprint(con, table):
+    return con.sql(f"SELECT count(*), sum(hash(COLUMNS(*))) FROM {table}").fetchall()
+
+
+CASES = [
+    ("FROM k_anonymize('t', k := 0, qi := ['a'])", "k=0 is invalid"),
+    ("FROM k_anonymize('t', k := -3, qi := ['a'])", "k must be at least 1"),
+    ("FROM k_anonymize('t', k := 21, qi := ['a'])", "exceeds the number of rows (20)"),
+    ("FROM k_anonymize('t', k := 2, algo := 'nope', qi := ['a'])", "valid algorithms are: "),
+    ("FROM k_anonymize('nope', k := 2, qi := ['a'])", "table 'nope' does not exist"),
+    ("FROM k_anonymize('t', k := 2, qi := ['zz'])", "column 'zz' does not exist"),
+    ("FROM k_anonymize('empty_t', k := 2, qi := ['a'])", "is empty"),
+    ("FROM k_anonymize('t', k := 2)", "no quasi-identifiers"),
+    ("FROM k_anonymize('t', k := 2, qi := ['txt'], numeric := ['txt'])", "non-numeric text: 'abc'"),
+    ("FROM k_anonymize('t', k := 2, qi := ['a'], stars := 3)", "does not apply to algo 'mondrian'"),
+    ("FROM k_anonymize('t', k := 2, qi := ['a', 'a'])", "twice"),
+]
+
+
+@pytest.mark.parametrize("sql, message", CASES)
+def test_bad_input_raises_named_error(con, sql, message):
+    before = fingerprint(con, "t")
+    with pytest.raises(duckdb.Error, match=message.replace("(", r"\(").replace(")", r"\)")):
+        con.execute(sql).fetchall()
+    assert fingerprint(con, "t") == before
+
+
+def test_unknown_algo_lists_the_valid_ones(con):
+    with pytest.raises(duckdb.Error) as err:
+        con.execute("FROM k_anonymize('t', k := 2, algo := 'nope', qi := ['a'])").fetchall()
+    assert "mondrian" in str(err.value)
+
+
+def test_values_missing_from_tree_are_named_with_counts(con):
+    con.execute("INSERT INTO kanon_taxonomy VALUES ('b', 'x', '*'), ('b', '*', NULL)")
+    with pytest.raises(duckdb.Error, match=r"'y' \(10 rows\)"):
+        con.execute("FROM k_anonymize('t', k := 2, qi := ['b'])").fetchall()
+
+
+def test_hostile_table_name_is_an_error_and_nothing_is_dropped(con):
+    before = fingerprint(con, "t")
+    with pytest.raises(duckdb.Error, match="does not exist"):
+        con.execute("""FROM k_anonymize('t"; DROP TABLE t; --', k := 2, qi := ['a'])""").fetchall()
+    assert fingerprint(con, "t") == before
+
+
+def test_hostile_column_name_is_quoted(con):
+    con.execute('CREATE TABLE q ("we""ird; col" INTEGER, v INTEGER)')
+    con.execute("INSERT INTO q SELECT i % 5, i FROM range(30) r(i)")
+    rows = con.sql("""SELECT min(ec_size) FROM k_anonymize('q', k := 3, qi := ['we"ird; col'])""").fetchall()
+    assert rows[0][0] >= 3
+
+
+def test_failed_create_leaves_no_table(con):
+    with pytest.raises(duckdb.Error):
+        con.execute("CREATE TABLE out_t AS FROM k_anonymize('t', k := 99, qi := ['a'])")
+    assert con.sql("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'out_t'").fetchall()[0][0] == 0
+
+
+def test_source_table_is_never_modified(con):
+    before = fingerprint(con, "t")
+    con.execute("CREATE TABLE out_t AS FROM k_anonymize('t', k := 4, qi := ['a', 'b'])")
+    assert fingerprint(con, "t") == before
+
+
+def test_null_values_form_their_own_category_and_stay_k_anonymous(con):
+    con.execute("CREATE TABLE n AS SELECT i AS id, CASE WHEN i % 4 = 0 THEN NULL ELSE i % 9 END AS a, "
+                "CASE WHEN i % 5 = 0 THEN NULL ELSE ['p','q','r'][1 + i % 3] END AS b FROM range(60) r(i)")
+    out = con.sql("SELECT * FROM k_anonymize('n', k := 5, qi := ['a', 'b'])")
+    con.execute("CREATE TABLE n_out AS FROM out")
+    assert con.sql("SELECT count(*) FROM n_out").fetchall()[0][0] == 60
+    sizes = con.sql("SELECT count(*) FROM n_out GROUP BY a_min, a_max, b").fetchall()
+    assert min(s[0] for s in sizes) >= 5
+    # a class holding a NULL in a numeric QI publishes a NULL range
+    bad = con.sql("SELECT count(*) FROM n r JOIN n_out o USING (id) WHERE r.a IS NULL AND o.a_min IS NOT NULL").fetchall()
+    assert bad[0][0] == 0
