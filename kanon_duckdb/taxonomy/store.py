@@ -1,0 +1,211 @@
+"""Taxonomies as rows of the SQL table ``kanon_taxonomy(attr VARCHAR, child VARCHAR, parent VARCHAR)``.
+
+A root row has ``parent IS NULL``; a node's children are ordered by insertion (rowid) order,
+which fixes the leaf order of the tree. Every function takes a DuckDB connection (or cursor);
+identifiers are quoted with ``sqlutil`` and values travel as parameters, never spliced into SQL.
+The ``build_*`` / ``load_*`` functions replace the rows of their ``attr`` (default: the column's
+name) and return the number of edges inserted.
+"""
+from __future__ import annotations
+
+import uuid
+
+import duckdb
+import pyarrow as pa
+
+from ..errors import InvalidParameterError, TaxonomyError
+from ..sqlutil import quote_ident, resolve_column, resolve_table, table_columns
+from . import builders
+from .tree import TaxonomyIndex, build_index
+
+TABLE = "kanon_taxonomy"
+
+_NUMERIC = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
+            "UINTEGER", "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "REAL", "DECIMAL"}
+
+
+def ensure_taxonomy_table(con) -> None:
+    """Create ``kanon_taxonomy`` if it does not exist."""
+    con.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} (attr VARCHAR, child VARCHAR, parent VARCHAR)")
+
+
+def in_transaction(con) -> bool:
+    """True inside an explicit transaction (autocommit gives each statement a new txid)."""
+    txid = "SELECT txid_current()"
+    return con.execute(txid).fetchall()[0][0] == con.execute(txid).fetchall()[0][0]
+
+
+def begin(con) -> bool:
+    """BEGIN unless the caller already holds a transaction; True if we own the new one."""
+    if in_transaction(con):
+        return False
+    con.execute("BEGIN TRANSACTION")
+    return True
+
+
+def insert_edges(con, attr: str, edges, replace: bool = True) -> int:
+    """Insert ``edges`` ((child, parent) pairs, in order) for ``attr``; ``replace`` deletes the
+    attribute's existing rows first (atomically). Returns the number of rows inserted."""
+    if not isinstance(attr, str) or not attr:
+        raise InvalidParameterError(f"taxonomy attr must be a non-empty string, got {attr!r}")
+    edges = [(None if c is None else str(c), None if p is None else str(p)) for c, p in edges]
+    ensure_taxonomy_table(con)
+    data = pa.table({"attr": pa.array([attr] * len(edges), pa.string()),
+                     "child": pa.array([c for c, _ in edges], pa.string()),
+                     "parent": pa.array([p for _, p in edges], pa.string())})
+    view = f"__kanon_edges_{uuid.uuid4().hex}"
+    own = begin(con)
+    try:
+        if replace:
+            con.execute(f"DELETE FROM {TABLE} WHERE attr = ?", [attr])
+        con.register(view, data)
+        try:
+            con.execute(f"INSERT INTO {TABLE} (attr, child, parent) "
+                        f"SELECT attr, child, parent FROM {quote_ident(view)}")
+        finally:
+            con.unregister(view)
+        if own:
+            con.execute("COMMIT")
+    except BaseException:
+        if own:
+            con.execute("ROLLBACK")
+        raise
+    return len(edges)
+
+
+def read_edges(con, attr: str) -> list:
+    """[(child, parent)] of ``attr`` in insertion order ([] if none or no table)."""
+    try:
+        rows = con.execute(
+            f"SELECT child, parent FROM {TABLE} WHERE attr = ? ORDER BY rowid", [attr]).fetchall()
+    except duckdb.CatalogException:
+        return []
+    return [tuple(r) for r in rows]
+
+
+def read_index(con, attr: str) -> TaxonomyIndex | None:
+    """The validated tree index of ``attr`` (tree.build_index), or None if it has no rows."""
+    edges = read_edges(con, attr)
+    return build_index(attr, edges) if edges else None
+
+
+def validate_coverage(index: TaxonomyIndex, values_with_counts) -> None:
+    """Raise TaxonomyError if a data value is missing from the tree or is an internal node.
+
+    ``values_with_counts``: (value, row count) pairs; NULL values are skipped (NULL policy).
+    The message lists the first 10 offenders by count and how to fix the tree.
+    """
+    missing, internal = [], []
+    for v, c in values_with_counts:
+        if v is None or v in index.leaf_of_label:
+            continue
+        (internal if v in index.node_of_label else missing).append((str(v), int(c)))
+    if not missing and not internal:
+        return
+    attr, parts = index.attr, []
+
+    def listing(pairs):
+        pairs.sort(key=lambda vc: (-vc[1], vc[0]))
+        shown = ", ".join(f"'{v}' ({c} row{'s' if c != 1 else ''})" for v, c in pairs[:10])
+        return shown + (f" and {len(pairs) - 10} more" if len(pairs) > 10 else "")
+
+    if missing:
+        parts.append(
+            f"{len(missing)} value(s) of '{attr}' are missing from its taxonomy: {listing(missing)}. "
+            f"Add them with INSERT INTO kanon_taxonomy VALUES ('{attr}', 'value', 'parent') "
+            f"(parent: an existing node such as '{index.labels[0]}'), or rebuild the tree")
+    if internal:
+        parts.append(
+            f"{len(internal)} value(s) of '{attr}' are internal nodes of its taxonomy, not leaves: "
+            f"{listing(internal)}. Data values must be leaves: rename the internal node or move "
+            f"the value under it as a leaf")
+    raise TaxonomyError("; ".join(parts))
+
+
+# --------------------------------------------------------------------------- reading a column
+
+def _column(con, table: str, column: str):
+    _parts, qtable = resolve_table(con, table)
+    col = resolve_column(con, qtable, column)
+    ctype = dict(table_columns(con, qtable))[col]
+    return qtable, col, ctype
+
+
+def column_value_counts(con, table: str, column: str) -> list:
+    """[(CAST(value AS VARCHAR), rows)] of a column, NULLs excluded, ordered by value."""
+    qtable, col, _ = _column(con, table, column)
+    q = quote_ident(col)
+    return [tuple(r) for r in con.execute(
+        f"SELECT CAST({q} AS VARCHAR), count(*) FROM {qtable} WHERE {q} IS NOT NULL "
+        f"GROUP BY {q} ORDER BY {q}").fetchall()]
+
+
+def check_column(con, table: str, column: str, attr: str | None = None) -> TaxonomyIndex:
+    """Validate that every value of ``table.column`` is a leaf of the tree of ``attr``."""
+    qtable, col, _ = _column(con, table, column)
+    attr = attr or col
+    index = read_index(con, attr)
+    if index is None:
+        raise TaxonomyError(
+            f"no taxonomy for '{attr}' in kanon_taxonomy; build one (e.g. SELECT "
+            f"kanon_build_flat('{table}', '{col}')) or INSERT its edges")
+    validate_coverage(index, column_value_counts(con, table, column))
+    return index
+
+
+def build_interval_taxonomy(con, table: str, column: str, attr: str | None = None,
+                            widths=None, quantiles=None) -> int:
+    """Nested interval tree of a numeric column (builders.interval_edges); leaves are the
+    values as DuckDB casts them to VARCHAR."""
+    qtable, col, ctype = _column(con, table, column)
+    if ctype.split("(")[0].upper() not in _NUMERIC:
+        raise InvalidParameterError(
+            f"column '{col}' has type {ctype}; interval taxonomies need a numeric column "
+            f"(use kanon_build_flat or kanon_build_masking for text)")
+    q = quote_ident(col)
+    rows = con.execute(
+        f"SELECT {q}, CAST({q} AS VARCHAR), count(*) FROM {qtable} WHERE {q} IS NOT NULL "
+        f"GROUP BY {q} ORDER BY {q}").fetchall()
+    if not rows:
+        raise TaxonomyError(f"column '{col}' has no non-NULL values to build a taxonomy from")
+    if widths is not None and len(widths) == 0:
+        widths = None
+    edges = builders.interval_edges([r[0] for r in rows], widths, quantiles=quantiles,
+                                    labels=[r[1] for r in rows], counts=[r[2] for r in rows],
+                                    attr=attr or col)
+    return insert_edges(con, attr or col, edges)
+
+
+def _distinct_strings(con, table, column):
+    qtable, col, _ = _column(con, table, column)
+    q = quote_ident(col)
+    vals = [r[0] for r in con.execute(
+        f"SELECT DISTINCT CAST({q} AS VARCHAR) AS v FROM {qtable} WHERE {q} IS NOT NULL "
+        f"ORDER BY v").fetchall()]
+    if not vals:
+        raise TaxonomyError(f"column '{col}' has no non-NULL values to build a taxonomy from")
+    return col, vals
+
+
+def build_masking_taxonomy(con, table: str, column: str, attr: str | None = None,
+                           step: int = 1) -> int:
+    """Masking tree of a code column ('80015' -> '8001*' -> ... -> '*****')."""
+    col, vals = _distinct_strings(con, table, column)
+    return insert_edges(con, attr or col, builders.masking_edges(vals, step, attr=attr or col))
+
+
+def build_date_taxonomy(con, table: str, column: str, attr: str | None = None) -> int:
+    """Date tree of a DATE / TIMESTAMP (or ISO text) column: day -> month -> year -> '*'."""
+    col, vals = _distinct_strings(con, table, column)
+    return insert_edges(con, attr or col, builders.date_edges(vals, attr=attr or col))
+
+
+def build_flat_taxonomy(con, table: str, column: str, attr: str | None = None) -> int:
+    """Flat tree: every distinct value (sorted) directly under '*'."""
+    col, vals = _distinct_strings(con, table, column)
+    return insert_edges(con, attr or col, builders.flat_edges(vals, attr=attr or col))
+
+
+def load_arx_taxonomy(con, attr: str, path, delimiter: str = ";") -> int:
+    """Load an ARX hierarchy CSV file as the tree of ``attr``."""
+    return insert_edges(con, attr, builders.arx_hierarchy_edges(path, delimiter, attr=attr))

@@ -1,0 +1,96 @@
+"""SQL-callable taxonomy builders and checks (native scalar UDFs with side effects).
+
+Each builder reads the named table through ``con.cursor()`` (so TEMP tables and uncommitted rows
+are invisible), replaces the rows of ``attr = <column name>`` in ``kanon_taxonomy`` and returns
+the number of edges inserted (BIGINT):
+
+    SELECT kanon_load_arx('workclass', 'hierarchy_workclass.csv');
+    SELECT kanon_build_intervals('t', 'age');                 -- default nested widths
+    SELECT kanon_build_intervals('t', 'age', [5, 10, 20]);
+    SELECT kanon_build_quantiles('t', 'income');              -- 16 equal-frequency bins
+    SELECT kanon_build_quantiles('t', 'income', 8);
+    SELECT kanon_build_masking('t', 'zip');
+    SELECT kanon_build_dates('t', 'birth_date');
+    SELECT kanon_build_flat('t', 'city');
+    SELECT kanon_check_taxonomy('t', 'city');                 -- 'ok' or an error naming values
+
+Overloads are TEMP macros over internal UDFs (Python UDFs cannot be overloaded).
+"""
+from __future__ import annotations
+
+import duckdb
+
+from kanon_duckdb.errors import InvalidParameterError
+from kanon_duckdb.taxonomy import store
+
+from ._compat import replace_function
+
+_V, _B = duckdb.sqltypes.VARCHAR, duckdb.sqltypes.BIGINT
+_DOUBLE_LIST = duckdb.list_type(duckdb.sqltypes.DOUBLE)
+
+
+def _need(**kw):
+    for k, v in kw.items():
+        if v is None:
+            raise InvalidParameterError(f"{k} must not be NULL")
+
+
+def register_taxonomy_udfs(con) -> None:
+    """(Re)register the taxonomy functions on ``con`` (idempotent)."""
+
+    def run(fn, *args, **kwargs):
+        cur = con.cursor()
+        try:
+            store.ensure_taxonomy_table(cur)
+            return fn(cur, *args, **kwargs)
+        finally:
+            cur.close()
+
+    def load_arx(attr, path):
+        _need(attr=attr, path=path)
+        return run(store.load_arx_taxonomy, attr, path)
+
+    def build_intervals(tbl, col, widths):
+        _need(tbl=tbl, col=col)
+        return run(store.build_interval_taxonomy, tbl, col, widths=widths or None)
+
+    def build_quantiles(tbl, col, bins):
+        _need(tbl=tbl, col=col)
+        return run(store.build_interval_taxonomy, tbl, col, quantiles=True if bins is None else bins)
+
+    def build_masking(tbl, col):
+        _need(tbl=tbl, col=col)
+        return run(store.build_masking_taxonomy, tbl, col)
+
+    def build_dates(tbl, col):
+        _need(tbl=tbl, col=col)
+        return run(store.build_date_taxonomy, tbl, col)
+
+    def build_flat(tbl, col):
+        _need(tbl=tbl, col=col)
+        return run(store.build_flat_taxonomy, tbl, col)
+
+    def check(tbl, col):
+        _need(tbl=tbl, col=col)
+        run(store.check_column, tbl, col)
+        return "ok"
+
+    specs = [
+        ("kanon_load_arx", load_arx, [_V, _V], _B),
+        ("__kanon_build_intervals", build_intervals, [_V, _V, _DOUBLE_LIST], _B),
+        ("__kanon_build_quantiles", build_quantiles, [_V, _V, _B], _B),
+        ("kanon_build_masking", build_masking, [_V, _V], _B),
+        ("kanon_build_dates", build_dates, [_V, _V], _B),
+        ("kanon_build_flat", build_flat, [_V, _V], _B),
+        ("kanon_check_taxonomy", check, [_V, _V], _V),
+    ]
+    for name, fn, params, ret in specs:
+        replace_function(con, name, fn, params, ret, side_effects=True, arrow=False)
+    con.execute(
+        "CREATE OR REPLACE TEMP MACRO kanon_build_intervals(tbl, col) AS "
+        "__kanon_build_intervals(tbl, col, NULL::DOUBLE[]), "
+        "(tbl, col, widths) AS __kanon_build_intervals(tbl, col, widths::DOUBLE[])")
+    con.execute(
+        "CREATE OR REPLACE TEMP MACRO kanon_build_quantiles(tbl, col) AS "
+        "__kanon_build_quantiles(tbl, col, NULL::BIGINT), "
+        "(tbl, col, bins) AS __kanon_build_quantiles(tbl, col, bins::BIGINT)")
