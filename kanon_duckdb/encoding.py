@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 from .algorithms.base import QIData
 from .errors import DataError, InvalidParameterError, TaxonomyError, UnknownObjectError
 from .sqlutil import quote_ident, resolve_table
+from .taxonomy.store import read_index, validate_coverage
 from .taxonomy.tree import TaxonomyIndex, build_index
 
 _INT_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
@@ -99,32 +100,7 @@ def plan_qis(con, table, qi, numeric=None, categorical=None) -> QIPlan:
 
 def read_tree(con, attr) -> TaxonomyIndex | None:
     """The tree of ``attr`` from kanon_taxonomy (children in insertion order), or None."""
-    rows = con.execute(
-        "SELECT child, parent FROM kanon_taxonomy WHERE attr = ? ORDER BY rowid", [attr]).fetchall()
-    if not rows:
-        return None
-    return build_index(attr, rows)
-
-
-def _check_coverage(tree: TaxonomyIndex, attr, values, counts):
-    missing, internal = [], []
-    for v, c in zip(values, counts):
-        if v is None or v in tree.leaf_of_label:
-            continue
-        (internal if v in tree.node_of_label else missing).append((v, c))
-    if missing:
-        missing.sort(key=lambda vc: -vc[1])
-        shown = ", ".join(f"'{v}' ({c} rows)" for v, c in missing[:10])
-        more = f" and {len(missing) - 10} more" if len(missing) > 10 else ""
-        raise TaxonomyError(
-            f"{len(missing)} value(s) of column '{attr}' are missing from its taxonomy: {shown}{more}. "
-            f"Add them as leaves, e.g. INSERT INTO kanon_taxonomy VALUES ('{attr}', "
-            f"'{missing[0][0]}', '<parent>'), or delete the tree to use a flat one")
-    if internal:
-        shown = ", ".join(f"'{v}' ({c} rows)" for v, c in internal[:10])
-        raise TaxonomyError(
-            f"value(s) of column '{attr}' are internal nodes, not leaves, of its taxonomy: {shown}. "
-            f"Data values must be leaves of the tree")
+    return read_index(con, attr)
 
 
 def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False) -> tuple[np.ndarray, QIData]:
@@ -179,7 +155,7 @@ def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False) -> tuple[n
                 raise TaxonomyError(
                     f"column '{c}' holds the value '*', which the automatic flat taxonomy uses as "
                     f"its root; give '{c}' a taxonomy in kanon_taxonomy")
-        _check_coverage(tree, c, values, counts[:-1])
+        validate_coverage(tree, zip(values, counts[:-1]))
         has_null = col.null_count > 0
         if has_null:
             tree = tree.with_null_leaf()
@@ -192,6 +168,8 @@ def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False) -> tuple[n
     is_int = np.array([c in plan.integer for c in plan.numeric], dtype=bool)
     data = QIData(n, np.ascontiguousarray(num), num_null, lo, hi, is_int, np.ascontiguousarray(cat),
                   trees, list(plan.numeric), list(plan.categorical), extra)
+    if need_num_trees:
+        data = attach_numeric_trees(con, plan, data)
     return rowid, data
 
 
@@ -205,3 +183,53 @@ def _check_numeric_text(con, plan, c):
         raise DataError(
             f"numeric QI '{c}' holds non-numeric text: {shown}. Clean the column, or treat it as "
             f"categorical with categorical := ['{c}']")
+
+
+# --------------------------------------------------------------------------- numeric trees
+# Owned by the lattice family (full-domain algorithms need an interval tree per numeric QI).
+
+def attach_numeric_trees(con, plan: QIPlan, data: QIData) -> QIData:
+    """Attach the ``kanon_taxonomy`` tree of each numeric QI that has one (``data.num_trees``,
+    None where absent) and each row's leaf ordinal in it (``data.num_leaf``, -1 where absent).
+
+    Leaves are matched by label: the data value as DuckDB casts it to VARCHAR (the labels that
+    ``store.build_interval_taxonomy`` writes). NULLs map to an extra NULL leaf under the root.
+    A value missing from the tree raises TaxonomyError listing it. Cost: one GROUP BY per
+    numeric QI that has a tree.
+    """
+    from dataclasses import replace
+
+    from .taxonomy.store import validate_coverage
+
+    trees = [None] * data.dn
+    leaf = np.full((data.n, data.dn), -1, dtype=np.int32)
+    try:
+        has_table = bool(con.execute(
+            "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'kanon_taxonomy'").fetchall()[0][0])
+    except Exception:  # pragma: no cover - catalog always answers
+        has_table = False
+    if not has_table:
+        return replace(data, num_trees=trees, num_leaf=leaf)
+    for j, c in enumerate(plan.numeric):
+        tree = read_tree(con, c)
+        if tree is None:
+            continue
+        q = quote_ident(c)
+        rows = con.execute(
+            f"SELECT TRY_CAST({q} AS DOUBLE) AS v, CAST({q} AS VARCHAR) AS lab, count(*) "
+            f"FROM {plan.table_sql} WHERE {q} IS NOT NULL GROUP BY ALL ORDER BY v").fetchall()
+        validate_coverage(tree, [(lab, cnt) for _v, lab, cnt in rows])
+        if data.num_null[:, j].any():
+            tree = tree.with_null_leaf()
+        vals = np.array([r[0] for r in rows], dtype=np.float64)
+        ords = np.array([tree.leaf_of_label[r[1]] for r in rows], dtype=np.int32)
+        col = data.num[:, j]
+        pos = np.searchsorted(vals, col).clip(0, max(len(vals) - 1, 0))
+        lj = ords[pos] if len(vals) else np.zeros(data.n, np.int32)
+        null = data.num_null[:, j]
+        if null.any():
+            lj = lj.copy()
+            lj[null] = tree.leaf_of_label[None]
+        trees[j] = tree
+        leaf[:, j] = lj
+    return replace(data, num_trees=trees, num_leaf=leaf)

@@ -15,11 +15,11 @@ from ._kernels import mondrian_partition
 
 
 def stack_dimensions(data: QIData):
-    """(X (d, n) float64, scale (d,), tree_of (d,)) for the kernels: numeric QIs first."""
+    """(W (n, d) float64 row-major, scale (d,), tree_of (d,)) for the kernels: numeric QIs first."""
     d = data.dn + data.dc
-    X = np.empty((d, data.n), dtype=np.float64)
-    X[:data.dn] = data.num.T
-    X[data.dn:] = data.cat.T
+    X = np.empty((data.n, d), dtype=np.float64)
+    X[:, :data.dn] = data.num
+    X[:, data.dn:] = data.cat
     scale = np.ones(d)
     scale[:data.dn] = data.num_range
     tree_of = np.full(d, -1, dtype=np.int64)

@@ -1,12 +1,13 @@
 """Numba kernels of strict multidimensional Mondrian (LeFevre, DeWitt, Ramakrishnan 2006).
 
-Data layout: ``X`` float64 (d, n), one row per QI (numeric values, or the leaf ordinal of a
-categorical value), so a dimension of a segment is a gather ``X[j, idx[s:e]]``.
+Data layout: ``W`` float64 (n, d), row-major working copy of the QIs (numeric values, or the leaf
+ordinal of a categorical value) that is permuted together with ``perm`` (original row ids) as
+segments split, so every segment is a contiguous block and all passes read memory sequentially.
 A categorical dimension j has ``tree_of[j] >= 0`` naming its packed tree (see base.pack_trees).
 
 Work is breadth-first: every round processes all open segments in parallel (``prange``); each
-segment either splits into two contiguous halves of ``idx`` (in place, disjoint slices, so no
-races) or becomes final. Median selection is ``np.partition`` on a copy of the segment's values:
+segment either splits into two contiguous halves of ``W``/``perm`` (in place, disjoint slices, so
+no races) or becomes final. Median selection is ``np.partition`` on a copy of the segment's values:
 linear time per node, O(n·d·log n) overall.
 """
 import numpy as np
@@ -24,48 +25,50 @@ def _lca(leaf_node, parent, leaf_hi, lo, hi):
 
 
 @njit
-def _segment_widths(X, idx, s, e, scale, tree_of, leaf_node, leaf_off, parent, leaf_hi, n_leaves,
+def _segment_widths(W, s, e, scale, tree_of, leaf_node, leaf_off, parent, leaf_hi, n_leaves,
                     node_off, out_w, out_lo, out_hi):
-    """Normalized width of each dimension on idx[s:e] (numeric: span/range; categorical:
+    """Normalized width of each dimension on rows s:e (numeric: span/range; categorical:
     leaves(LCA)/leaves(root), 0 for a single leaf). Also returns min/max per dimension."""
-    d = X.shape[0]
+    d = W.shape[1]
     for j in range(d):
-        lo = np.inf
-        hi = -np.inf
-        row = X[j]
-        for i in range(s, e):
-            v = row[idx[i]]
-            if v < lo:
-                lo = v
-            if v > hi:
-                hi = v
-        out_lo[j] = lo
-        out_hi[j] = hi
+        out_lo[j] = np.inf
+        out_hi[j] = -np.inf
+    for i in range(s, e):
+        for j in range(d):
+            v = W[i, j]
+            if v < out_lo[j]:
+                out_lo[j] = v
+            if v > out_hi[j]:
+                out_hi[j] = v
+    for j in range(d):
+        lo = out_lo[j]
+        hi = out_hi[j]
         t = tree_of[j]
         if t < 0:
             out_w[j] = (hi - lo) / scale[j]
         elif hi > lo:
-            lo_i = int(lo)
-            hi_i = int(hi)
             lf = leaf_node[leaf_off[t]:leaf_off[t + 1]]
             no = node_off[t]
-            u = _lca(lf, parent[no:node_off[t + 1]], leaf_hi[no:node_off[t + 1]], lo_i, hi_i)
+            u = _lca(lf, parent[no:node_off[t + 1]], leaf_hi[no:node_off[t + 1]], int(lo), int(hi))
             out_w[j] = n_leaves[no + u] / n_leaves[no]
         else:
             out_w[j] = 0.0
 
 
 @njit
-def _count_le(row, idx, s, e, cut):
-    c = 0
+def _count_le(W, j, s, e, cands, ncand, out):
+    """out[c] = number of rows s:e with W[:, j] <= cands[c], for all candidates in one pass."""
+    for c in range(ncand):
+        out[c] = 0
     for i in range(s, e):
-        if row[idx[i]] <= cut:
-            c += 1
-    return c
+        v = W[i, j]
+        for c in range(ncand):
+            if v <= cands[c]:
+                out[c] += 1
 
 
 @njit
-def _choose_cut(X, idx, s, e, j, k, tree_of, leaf_node, leaf_off, parent, leaf_hi, leaf_lo, node_off,
+def _choose_cut(W, s, e, j, k, tree_of, leaf_node, leaf_off, parent, leaf_hi, leaf_lo, node_off,
                 seg_lo, seg_hi, buf):
     """Best allowable cut value on dimension j (rows with value <= cut go left), or NaN.
 
@@ -75,9 +78,8 @@ def _choose_cut(X, idx, s, e, j, k, tree_of, leaf_node, leaf_off, parent, leaf_h
     wins.
     """
     n = e - s
-    row = X[j]
     for i in range(n):
-        buf[i] = row[idx[s + i]]
+        buf[i] = W[s + i, j]
     mid = (n - 1) // 2
     part = np.partition(buf[:n], mid)
     m = part[mid]
@@ -106,11 +108,13 @@ def _choose_cut(X, idx, s, e, j, k, tree_of, leaf_node, leaf_off, parent, leaf_h
         cands[2] = lh[c]
         cands[3] = leaf_lo[no + c] - 1
         ncand = 4
+    counts = np.empty(4, dtype=np.int64)
+    _count_le(W, j, s, e, cands, ncand, counts)
     for ci in range(ncand):
         cut = cands[ci]
         if not (cut >= seg_lo[j]) or not (cut < seg_hi[j]):
             continue
-        left = _count_le(row, idx, s, e, cut)
+        left = counts[ci]
         right = n - left
         if left >= k and right >= k:
             bal = min(left, right)
@@ -121,32 +125,37 @@ def _choose_cut(X, idx, s, e, j, k, tree_of, leaf_node, leaf_off, parent, leaf_h
 
 
 @njit
-def _split_in_place(row, idx, s, e, cut):
-    """Reorder idx[s:e] so rows with value <= cut come first; returns the split position."""
+def _split_in_place(W, perm, j, s, e, cut):
+    """Reorder rows s:e of W and perm so rows with W[:, j] <= cut come first; returns the split."""
+    d = W.shape[1]
     i = s
     jj = e - 1
     while i <= jj:
-        if row[idx[i]] <= cut:
+        if W[i, j] <= cut:
             i += 1
         else:
-            t = idx[i]
-            idx[i] = idx[jj]
-            idx[jj] = t
+            for c in range(d):
+                t = W[i, c]
+                W[i, c] = W[jj, c]
+                W[jj, c] = t
+            p = perm[i]
+            perm[i] = perm[jj]
+            perm[jj] = p
             jj -= 1
     return i
 
 
 @njit
-def _process_segment(X, idx, s, e, k, scale, tree_of, leaf_node, leaf_off, parent, leaf_hi,
+def _process_segment(W, perm, s, e, k, scale, tree_of, leaf_node, leaf_off, parent, leaf_hi,
                      leaf_lo, n_leaves, node_off):
     """Try to split idx[s:e]; returns the split position or -1 when no allowable cut exists."""
-    d = X.shape[0]
+    d = W.shape[1]
     if e - s < 2 * k:
         return -1
     w = np.empty(d)
     lo = np.empty(d)
     hi = np.empty(d)
-    _segment_widths(X, idx, s, e, scale, tree_of, leaf_node, leaf_off, parent, leaf_hi, n_leaves,
+    _segment_widths(W, s, e, scale, tree_of, leaf_node, leaf_off, parent, leaf_hi, n_leaves,
                     node_off, w, lo, hi)
     order = np.argsort(-w)
     buf = np.empty(e - s)
@@ -154,22 +163,23 @@ def _process_segment(X, idx, s, e, k, scale, tree_of, leaf_node, leaf_off, paren
         j = order[oi]
         if w[j] <= 0.0:
             break
-        cut = _choose_cut(X, idx, s, e, j, k, tree_of, leaf_node, leaf_off, parent, leaf_hi,
+        cut = _choose_cut(W, s, e, j, k, tree_of, leaf_node, leaf_off, parent, leaf_hi,
                           leaf_lo, node_off, lo, hi, buf)
         if cut == cut:  # not NaN
-            return _split_in_place(X[j], idx, s, e, cut)
+            return _split_in_place(W, perm, j, s, e, cut)
     return -1
 
 
 @njit_parallel
-def mondrian_partition(X, k, scale, tree_of, leaf_node, leaf_off, parent, leaf_hi, leaf_lo,
+def mondrian_partition(W, k, scale, tree_of, leaf_node, leaf_off, parent, leaf_hi, leaf_lo,
                        n_leaves, node_off):
-    """Strict Mondrian. X (d, n) IN; returns ec int64 (n,) OUT, classes numbered 0..C-1.
+    """Strict Mondrian. W (n, d) IN, permuted in place (scratch); returns ec int64 (n,) OUT,
+    classes numbered 0..C-1.
 
     Every class has at least k rows (requires n >= k).
     """
-    n = X.shape[1]
-    idx = np.arange(n).astype(np.int64)
+    n = W.shape[0]
+    perm = np.arange(n).astype(np.int64)
     seg_s = np.zeros(1, dtype=np.int64)
     seg_e = np.full(1, n, dtype=np.int64)
     fin_s = np.empty(n // k + 1, dtype=np.int64)
@@ -179,7 +189,7 @@ def mondrian_partition(X, k, scale, tree_of, leaf_node, leaf_off, parent, leaf_h
         m = seg_s.size
         split = np.empty(m, dtype=np.int64)
         for i in prange(m):
-            split[i] = _process_segment(X, idx, seg_s[i], seg_e[i], k, scale, tree_of, leaf_node,
+            split[i] = _process_segment(W, perm, seg_s[i], seg_e[i], k, scale, tree_of, leaf_node,
                                         leaf_off, parent, leaf_hi, leaf_lo, n_leaves, node_off)
         n_open = 0
         for i in range(m):
@@ -204,5 +214,5 @@ def mondrian_partition(X, k, scale, tree_of, leaf_node, leaf_off, parent, leaf_h
     ec = np.empty(n, dtype=np.int64)
     for c in prange(n_fin):
         for i in range(fin_s[c], fin_e[c]):
-            ec[idx[i]] = c
+            ec[perm[i]] = c
     return ec
