@@ -1,10 +1,13 @@
 """Strict multidimensional Mondrian (LeFevre et al. 2006).
 
 Choose the dimension with the widest normalized range (numeric: span / global range; categorical:
-leaves of the LCA / leaves of the root), cut at the median (or next to it, or at the boundary of
-the taxonomy subtree that holds the median, whichever is allowable and most balanced), recurse
-while both halves keep at least k rows. Categorical values are ordered by the depth-first leaf
-order of their taxonomy and generalized afterwards to the LCA of the class.
+leaves of the LCA / leaves of the root); numeric dimensions are cut at the median ('<= m', or
+'< m' when that is the allowable or more balanced one); categorical dimensions are cut along the
+taxonomy, between two children of the segment's LCA, at the most balanced allowable boundary (so
+each side's LCA can only shrink). If the widest dimension has no allowable cut, the next widest is
+tried; a segment with no allowable cut on any dimension is a final class (strict Mondrian).
+Categorical classes are published as the LCA of their leaves. ``leaf_order_fallback=True`` adds a
+median cut in depth-first leaf order when no tree cut is allowable.
 """
 from __future__ import annotations
 
@@ -12,6 +15,8 @@ import numpy as np
 
 from ..base import Algorithm, Partition, QIData, no_progress
 from ._kernels import mondrian_partition
+
+LEAF_ORDER_FALLBACK = False  # measured on Adult: tree-only cuts give lower GCP at 4 of 5 k values
 
 
 def stack_dimensions(data: QIData):
@@ -27,12 +32,12 @@ def stack_dimensions(data: QIData):
     return X, scale, tree_of
 
 
-def partition_rows(data: QIData, k: int) -> np.ndarray:
+def partition_rows(data: QIData, k: int, leaf_order_fallback: bool = LEAF_ORDER_FALLBACK) -> np.ndarray:
     """Class id per row (int64 (n,)) of strict Mondrian on all QIs of ``data``."""
     X, scale, tree_of = stack_dimensions(data)
-    leaf_node, leaf_off, parent, leaf_hi, n_leaves, node_off, _sub, leaf_lo = data.cat_arrays()
+    leaf_node, leaf_off, parent, leaf_hi, n_leaves, node_off, _sub, _leaf_lo = data.cat_arrays()
     return mondrian_partition(X, int(k), scale, tree_of, leaf_node, leaf_off, parent, leaf_hi,
-                              leaf_lo, n_leaves, node_off)
+                              n_leaves, node_off, bool(leaf_order_fallback))
 
 
 def run(data: QIData, k: int, seed: int, params: dict, progress=no_progress) -> Partition:

@@ -68,60 +68,91 @@ def _count_le(W, j, s, e, cands, ncand, out):
 
 
 @njit
-def _choose_cut(W, s, e, j, k, tree_of, leaf_node, leaf_off, parent, leaf_hi, leaf_lo, node_off,
-                seg_lo, seg_hi, buf):
-    """Best allowable cut value on dimension j (rows with value <= cut go left), or NaN.
+def _tree_cut(W, s, e, j, k, t, leaf_node, leaf_off, parent, leaf_hi, node_off, seg_lo, seg_hi):
+    """Cut along the taxonomy: the most balanced allowable boundary between two children of the
+    segment's LCA (all leaves of a child stay on one side), or NaN. O((e-s)·log(children))."""
+    no = node_off[t]
+    lf = leaf_node[leaf_off[t]:leaf_off[t + 1]]
+    par = parent[no:node_off[t + 1]]
+    lh = leaf_hi[no:node_off[t + 1]]
+    u = _lca(lf, par, lh, int(seg_lo[j]), int(seg_hi[j]))
+    # boundaries = last leaf of each child of u that intersects the segment's leaf range
+    bounds = np.empty(int(seg_hi[j]) - int(seg_lo[j]) + 1)
+    nb = 0
+    leaf = int(seg_lo[j])
+    while leaf <= seg_hi[j]:
+        c = lf[leaf]
+        while par[c] != u:
+            c = par[c]
+        bounds[nb] = lh[c]
+        nb += 1
+        leaf = lh[c] + 1
+    if nb < 2:
+        return np.nan
+    hist = np.zeros(nb, dtype=np.int64)
+    for i in range(s, e):
+        hist[np.searchsorted(bounds[:nb], W[i, j])] += 1
+    n = e - s
+    best_cut = np.nan
+    best_bal = -1
+    left = 0
+    for b in range(nb - 1):
+        left += hist[b]
+        right = n - left
+        if left >= k and right >= k and min(left, right) > best_bal:
+            best_bal = min(left, right)
+            best_cut = bounds[b]
+    return best_cut
 
-    Candidates: the median m as '<= m' and as '< m' (i.e. '<= predecessor'); for a categorical
-    dimension also the boundaries of the child subtree of the segment's LCA that holds m, so cuts
-    follow the tree when they can. Among allowable candidates (both sides >= k) the most balanced
-    wins.
-    """
+
+@njit
+def _median_cut(W, s, e, j, k, seg_lo, seg_hi, buf):
+    """Median cut on dimension j: '<= m' or '< m' (m the median), the most balanced allowable
+    one, or NaN. Linear time (np.partition on a copy)."""
     n = e - s
     for i in range(n):
         buf[i] = W[s + i, j]
     mid = (n - 1) // 2
     part = np.partition(buf[:n], mid)
     m = part[mid]
-    # largest value strictly below m (for the '< m' candidate)
-    below = -np.inf
+    below = -np.inf  # largest value strictly below m
     for i in range(mid):
         if part[i] > below:
             below = part[i]
-    best_cut = np.nan
-    best_bal = -1
-    ncand = 2
-    cands = np.empty(4)
+    cands = np.empty(2)
     cands[0] = m
     cands[1] = below
-    t = tree_of[j]
-    if t >= 0:
-        no = node_off[t]
-        lf = leaf_node[leaf_off[t]:leaf_off[t + 1]]
-        par = parent[no:node_off[t + 1]]
-        lh = leaf_hi[no:node_off[t + 1]]
-        u = _lca(lf, par, lh, int(seg_lo[j]), int(seg_hi[j]))
-        # child of u containing m
-        c = lf[int(m)]
-        while par[c] != u and par[c] >= 0:
-            c = par[c]
-        cands[2] = lh[c]
-        cands[3] = leaf_lo[no + c] - 1
-        ncand = 4
-    counts = np.empty(4, dtype=np.int64)
-    _count_le(W, j, s, e, cands, ncand, counts)
-    for ci in range(ncand):
+    counts = np.empty(2, dtype=np.int64)
+    _count_le(W, j, s, e, cands, 2, counts)
+    best_cut = np.nan
+    best_bal = -1
+    for ci in range(2):
         cut = cands[ci]
         if not (cut >= seg_lo[j]) or not (cut < seg_hi[j]):
             continue
         left = counts[ci]
         right = n - left
-        if left >= k and right >= k:
-            bal = min(left, right)
-            if bal > best_bal:
-                best_bal = bal
-                best_cut = cut
+        if left >= k and right >= k and min(left, right) > best_bal:
+            best_bal = min(left, right)
+            best_cut = cut
     return best_cut
+
+
+@njit
+def _choose_cut(W, s, e, j, k, tree_of, leaf_node, leaf_off, parent, leaf_hi, node_off,
+                seg_lo, seg_hi, buf, leaf_order_fallback):
+    """Best allowable cut on dimension j (rows with value <= cut go left), or NaN.
+
+    Numeric: median cut. Categorical: cut along the taxonomy (children of the LCA); when no such
+    cut is allowable and ``leaf_order_fallback`` is set, a median cut in depth-first leaf order.
+    """
+    t = tree_of[j]
+    if t < 0:
+        return _median_cut(W, s, e, j, k, seg_lo, seg_hi, buf)
+    cut = _tree_cut(W, s, e, j, k, t, leaf_node, leaf_off, parent, leaf_hi, node_off, seg_lo, seg_hi)
+    if cut == cut or not leaf_order_fallback:
+        return cut
+    return _median_cut(W, s, e, j, k, seg_lo, seg_hi, buf)
 
 
 @njit
@@ -147,7 +178,7 @@ def _split_in_place(W, perm, j, s, e, cut):
 
 @njit
 def _process_segment(W, perm, s, e, k, scale, tree_of, leaf_node, leaf_off, parent, leaf_hi,
-                     leaf_lo, n_leaves, node_off):
+                     n_leaves, node_off, leaf_order_fallback):
     """Try to split idx[s:e]; returns the split position or -1 when no allowable cut exists."""
     d = W.shape[1]
     if e - s < 2 * k:
@@ -164,15 +195,15 @@ def _process_segment(W, perm, s, e, k, scale, tree_of, leaf_node, leaf_off, pare
         if w[j] <= 0.0:
             break
         cut = _choose_cut(W, s, e, j, k, tree_of, leaf_node, leaf_off, parent, leaf_hi,
-                          leaf_lo, node_off, lo, hi, buf)
+                          node_off, lo, hi, buf, leaf_order_fallback)
         if cut == cut:  # not NaN
             return _split_in_place(W, perm, j, s, e, cut)
     return -1
 
 
 @njit_parallel
-def mondrian_partition(W, k, scale, tree_of, leaf_node, leaf_off, parent, leaf_hi, leaf_lo,
-                       n_leaves, node_off):
+def mondrian_partition(W, k, scale, tree_of, leaf_node, leaf_off, parent, leaf_hi, n_leaves,
+                       node_off, leaf_order_fallback):
     """Strict Mondrian. W (n, d) IN, permuted in place (scratch); returns ec int64 (n,) OUT,
     classes numbered 0..C-1.
 
@@ -190,7 +221,8 @@ def mondrian_partition(W, k, scale, tree_of, leaf_node, leaf_off, parent, leaf_h
         split = np.empty(m, dtype=np.int64)
         for i in prange(m):
             split[i] = _process_segment(W, perm, seg_s[i], seg_e[i], k, scale, tree_of, leaf_node,
-                                        leaf_off, parent, leaf_hi, leaf_lo, n_leaves, node_off)
+                                        leaf_off, parent, leaf_hi, n_leaves, node_off,
+                                        leaf_order_fallback)
         n_open = 0
         for i in range(m):
             if split[i] < 0:
