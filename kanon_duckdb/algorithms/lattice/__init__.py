@@ -1,1 +1,113 @@
-ALGORITHMS = []
+"""Full-domain generalization over the lattice of per-QI levels, with suppression.
+
+Global recoding: one generalization level per QI, so a value maps to the same ancestor on every
+row; rows left in classes smaller than k are suppressed (published fully generalized, flagged)
+when at most ``max_suppression`` (a fraction of the rows) are. Searches share one evaluator
+(``checker.NodeChecker``) and never touch DuckDB:
+
+- ``optimal``  exact minimum-loss node (OLA / Flash-style pruning), ``optimal.py``
+- ``kgen``     genetic search of De Pascale et al. 2023, ``kgen.py``
+- ``random``   uniform random nodes with the same budget (KGEN's baseline), ``random_search.py``
+- ``datafly``  Sweeney's heuristic, ``datafly.py``
+
+``loss := 'log' | 'gcp' | 'dm'`` selects the objective for all four. ``kanon_runs.details``
+records (see ``run_search``): ``node`` (QI -> level), ``levels``/``heights``/``qi_order``
+(lists, QIs in the order numeric then categorical), ``node_height`` and ``lattice_height`` (sums
+of levels, for KGEN's accuracy eq. 4), ``min_levels`` (pre-processing bounds), ``loss_metric``,
+``loss``, ``log``, ``gcp``, ``dm``, ``n_suppressed``, ``suppression``, ``max_suppression``,
+``n_evaluated`` (nodes grouped), ``n_checks``, ``auto_widths`` (numeric QIs whose interval tree
+was built automatically).
+"""
+from __future__ import annotations
+
+import math
+import time
+
+from ...errors import InfeasibleError
+from ..base import Algorithm, Partition, QIData, no_progress
+from . import datafly, kgen, optimal, random_search
+from .checker import LOSSES, NodeChecker
+from .levels import build_space
+
+
+def _loss_name(params) -> str:
+    name = str(params.get("loss") or "log").lower()
+    return name
+
+
+def run_search(name: str, search, data: QIData, k: int, seed: int, params: dict,
+               progress=no_progress) -> Partition:
+    """Build the level maps and the checker, run ``search``, publish the chosen node."""
+    t0 = time.perf_counter()
+    space = build_space(data)
+    ms = params.get("max_suppression")
+    ch = NodeChecker(space, k, 0.0 if ms is None else ms, _loss_name(params))
+    levels, stats = search(ch, params, seed, progress)
+    if levels is None:
+        raise InfeasibleError(
+            f"no generalization is k-anonymous (k={k}) within max_suppression="
+            f"{ch.max_suppression} ({ch.limit} of {ch.n} rows); lower k or raise max_suppression")
+    res = ch.check(levels)
+    if not res.feasible:
+        raise InfeasibleError(
+            f"{name}: even the fully generalized node leaves {res.n_suppressed} rows in classes "
+            f"smaller than k={k}, more than max_suppression allows ({ch.limit} rows); lower k "
+            f"or raise max_suppression")
+    gcp = NodeChecker(space, k, ch.max_suppression, "gcp").check(levels).loss if ch.loss_name != "gcp" else res.loss
+    dm = NodeChecker(space, k, ch.max_suppression, "dm").check(levels).loss if ch.loss_name != "dm" else res.loss
+    info = {
+        "lattice_algo": name,
+        "qi_order": list(space.names),
+        "levels": [int(x) for x in levels],
+        "heights": [int(h) for h in space.heights],
+        "node": {q: int(x) for q, x in zip(space.names, levels)},
+        "height": {q: int(h) for q, h in zip(space.names, space.heights)},
+        "node_height": int(sum(levels)),
+        "lattice_height": int(sum(int(h) for h in space.heights)),
+        "min_levels": [int(x) for x in ch.bounds],
+        "loss_metric": ch.loss_name,
+        "loss": float(res.loss),
+        "log": float(ch.log_level(levels)),
+        "gcp": float(gcp),
+        "dm": float(dm),
+        "max_suppression": ch.max_suppression,
+        "n_evaluated": int(ch.n_evaluated),
+        "n_checks": int(ch.n_checks),
+        "search_s": time.perf_counter() - t0,
+        "auto_widths": dict(space.auto_widths),
+    }
+    info.update({k_: v for k_, v in stats.items() if isinstance(v, (int, float, str))})
+    part = ch.partition(levels, info)
+    progress(1.0)
+    return part
+
+
+def _runner(name, search):
+    def run(data: QIData, k: int, seed: int, params: dict, progress=no_progress) -> Partition:
+        return run_search(name, search, data, k, seed, params, progress)
+    run.__name__ = f"run_{name}"
+    return run
+
+
+def _optimal(ch, params, seed, progress):
+    return optimal.search(ch, progress)
+
+
+_COMMON = {"max_suppression": 0.0, "loss": "log"}
+_GA = {"population": 100, "max_evaluations": 5000, "crossover_rate": 0.9, "mutation_rate": 0.2,
+       "horizontal_rate": 0.4}
+
+ALGORITHMS = [
+    Algorithm("optimal", _runner("optimal", _optimal), "lattice", dict(_COMMON),
+              "exact minimum-loss full-domain generalization (OLA/Flash-style pruned search)",
+              needs_num_trees=True),
+    Algorithm("kgen", _runner("kgen", kgen.search), "lattice", {**_COMMON, **_GA},
+              "KGEN genetic lattice search (De Pascale et al. 2023)", needs_num_trees=True),
+    Algorithm("random", _runner("random", random_search.search), "lattice",
+              {**_COMMON, "max_evaluations": 5000},
+              "random lattice search baseline (uniform nodes, fixed budget)", needs_num_trees=True),
+    Algorithm("datafly", _runner("datafly", datafly.search), "lattice", dict(_COMMON),
+              "Sweeney's Datafly heuristic", needs_num_trees=True),
+]
+
+__all__ = ["ALGORITHMS", "LOSSES", "NodeChecker", "build_space", "run_search"]

@@ -1,0 +1,235 @@
+"""Node evaluation for full-domain generalization: the only part of the lattice family that
+touches data. Searches (optimal, kgen, random, datafly) call ``NodeChecker.check(levels)``.
+
+A node is a tuple of levels, one per QI. ``check`` groups the rows by their generalized key
+(numba, see ``_kernels``), then: rows in classes smaller than k are suppressed; the node is
+*feasible* when at most ``limit = floor(max_suppression * n)`` rows are suppressed. Both facts are
+monotone (Samarati 2001; LeFevre et al. 2005): a generalization of a feasible node is feasible,
+because its classes are unions of the finer node's classes, so its suppressed rows are a subset.
+
+Losses (``loss :=``), all computed on what is published (suppressed rows fully generalized):
+- ``log``: KGEN's level of generalization (eq. 1-2), mean over QIs of level / height;
+- ``gcp``: mean over rows of the mean NCP over QIs; a suppressed row counts 1 per QI;
+- ``dm``: discernibility, sum of |e|^2 over published classes plus n per suppressed row.
+
+Speed: results are memoized; a node is grouped from the smallest cached class table of a node
+below it (a roll-up: classes of a generalization are unions of classes, so each cached class is
+one input "row" with a count), never from SQL. Per-QI minimum levels (``bounds``): if QI j alone
+at level L leaves more than ``limit`` rows in classes < k, every node with that level is
+infeasible (its classes are subsets of the single-QI classes), so nodes below the bounds are
+rejected without counting.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...errors import InvalidParameterError
+from ..base import Partition
+from . import _kernels as K
+from .levels import LatticeSpace
+
+LOSSES = ("log", "gcp", "dm")
+_DENSE_MAX = 1 << 21
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    feasible: bool
+    loss: float           # loss of the published table at this node (inf when infeasible)
+    lower_bound: float    # a lower bound of the loss of this node and of every node above it
+    n_suppressed: int     # rows in classes < k (-1 when rejected by the per-QI bounds)
+    min_class: int        # smallest class before suppression (0 when unknown)
+    n_classes: int        # classes before suppression (0 when unknown)
+
+
+class NodeChecker:
+    """Memoized evaluation of lattice nodes for one data set, k, suppression limit and loss."""
+
+    def __init__(self, space: LatticeSpace, k: int, max_suppression: float = 0.0, loss: str = "log",
+                 cache_entries: int = 48):
+        if loss not in LOSSES:
+            raise InvalidParameterError(f"loss must be one of {', '.join(LOSSES)}, got {loss!r}")
+        ms = float(max_suppression)
+        if not (0.0 <= ms <= 1.0) or math.isnan(ms):
+            raise InvalidParameterError(
+                f"max_suppression must be a fraction of rows in [0, 1], got {max_suppression!r}")
+        self.space, self.k, self.loss_name = space, int(k), loss
+        self.n = space.n
+        self.max_suppression = ms
+        self.limit = int(math.floor(ms * self.n + 1e-9))
+        self.heights = space.heights
+        self.top = tuple(int(h) for h in space.heights)
+        self.memo: dict = {}
+        self.n_evaluated = 0      # nodes grouped by a kernel
+        self.n_rows_grouped = 0   # input classes fed to the kernels
+        self.n_checks = 0
+        self._dense = np.full(_DENSE_MAX, -1, dtype=np.int32)
+        hsize = 1
+        while hsize < 2 * self.n + 2:
+            hsize *= 2
+        self._hkey = np.full(hsize, -1, dtype=np.int64)
+        self._hval = np.empty(hsize, dtype=np.int32)
+        self._keybuf = np.empty(self.n, dtype=np.int64)
+        self._cache_entries = cache_entries
+        self._ckeys = np.full((cache_entries, space.d), np.iinfo(np.int64).max, dtype=np.int64)
+        self._csize = np.full(cache_entries, np.iinfo(np.int64).max, dtype=np.int64)
+        self._cstamp = np.zeros(cache_entries, dtype=np.int64)
+        self._ctab = [None] * cache_entries
+        self._clock = 0
+        self._n_cached = 0
+        self._inv_h = [1.0 / float(h) if h > 0 else 0.0 for h in space.heights]
+        self._ncp_rows = [list(map(float, space.ncp_mean[j])) for j in range(space.d)]
+        self._norep = (np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int64))
+        self.bounds = self._per_qi_bounds()
+
+    # ------------------------------------------------------------------ static parts
+    def _per_qi_bounds(self) -> tuple:
+        sp = self.space
+        out = []
+        for j in range(sp.d):
+            lv = int(sp.heights[j])
+            for L in range(int(sp.heights[j]) + 1):
+                c = int(sp.cstart[j] + L)
+                if K.single_qi_suppression(sp.codes[c], int(sp.mcol[c]), self.k) <= self.limit:
+                    lv = L
+                    break
+            out.append(lv)
+        return tuple(out)
+
+    def log_level(self, levels) -> float:
+        """KGEN's LOG (eq. 1-2): mean over QIs of level / height (0 for a height-0 tree)."""
+        d = len(self._inv_h)
+        return sum(int(x) * w for x, w in zip(levels, self._inv_h)) / d if d else 0.0
+
+    def gcp_nosup(self, levels) -> float:
+        d = len(self._ncp_rows)
+        return sum(r[int(x)] for r, x in zip(self._ncp_rows, levels)) / d if d else 0.0
+
+    def static_bound(self, levels) -> float:
+        """Loss lower bound known without data, monotone in the levels."""
+        if self.loss_name == "log":
+            return self.log_level(levels)
+        if self.loss_name == "gcp":
+            return self.gcp_nosup(levels)
+        return float(self.n) * min(self.k, self.n)
+
+    @property
+    def loss_is_monotone(self) -> bool:
+        """True when a generalization never has a lower loss (so feasible nodes prune upwards)."""
+        return self.loss_name == "log" or self.limit == 0
+
+    def below_bounds(self, levels) -> bool:
+        return any(int(levels[j]) < self.bounds[j] for j in range(len(self.bounds)))
+
+    # ------------------------------------------------------------------ grouping
+    def _run_kernels(self, levels, rep, cnt, identity, want_cls=False):
+        sp = self.space
+        cols = sp.cols(levels)
+        strides, ks = sp.keyspace(levels)
+        if ks < (1 << 62):
+            keys = K.node_keys(sp.codes, rep, identity, cols, strides, self._keybuf)
+            return K.group_keys(keys, rep, cnt, identity, ks, self._dense, self._hkey, self._hval,
+                                want_cls)
+        return K.group_tuple(sp.codes, rep, cnt, identity, cols, want_cls)
+
+    def _group(self, levels):
+        """(rep, cnt) class table of a node, rolled up from the smallest cached node below it."""
+        lv = np.asarray(levels, dtype=np.int64)
+        ok = (self._ckeys <= lv).all(axis=1)
+        self.n_evaluated += 1
+        if ok.any():
+            i = int(np.argmin(np.where(ok, self._csize, np.iinfo(np.int64).max)))
+            self._clock += 1
+            self._cstamp[i] = self._clock
+            rep, cnt = self._ctab[i]
+            self.n_rows_grouped += rep.shape[0]
+            return self._run_kernels(levels, rep, cnt, False)[:2]
+        self.n_rows_grouped += self.n
+        return self._run_kernels(levels, *self._norep, True)[:2]
+
+    def _remember(self, levels, tab):
+        size = tab[0].shape[0]
+        if size >= self.n * 0.9 and self._n_cached:
+            return  # barely smaller than the raw rows: not worth the memory
+        i = int(np.argmin(self._cstamp))  # least recently used (never-used slots first)
+        self._clock += 1
+        self._ckeys[i] = levels
+        self._csize[i] = size
+        self._cstamp[i] = self._clock
+        self._ctab[i] = tab
+        self._n_cached = min(self._n_cached + 1, self._cache_entries)
+
+    def check(self, levels) -> CheckResult:
+        """Evaluate one node (memoized)."""
+        key = tuple(int(x) for x in levels)
+        self.n_checks += 1
+        hit = self.memo.get(key)
+        if hit is not None:
+            return hit
+        if self.below_bounds(key):
+            res = CheckResult(False, math.inf, self.static_bound(key), -1, 0, 0)
+            self.memo[key] = res
+            return res
+        rep, cnt = self._group(key)
+        self._remember(key, (rep, cnt))
+        sp = self.space
+        mn, sup, sq_ok, sq_all, sup_ncp = K.class_stats(rep, cnt, self.k, sp.codes, sp.cols(key),
+                                                        sp.coff, sp.cncp)
+        sup = int(sup)
+        feasible = sup <= self.limit
+        if self.loss_name == "log":
+            loss = self.log_level(key)
+            lb = loss
+        elif self.loss_name == "gcp":
+            g = self.gcp_nosup(key)
+            loss = (g * self.n - sup_ncp + sup) / self.n
+            lb = g
+        else:
+            loss = sq_ok + float(self.n) * sup
+            lb = sq_all  # every node above has sum |e|^2 >= this, and DM >= sum |e|^2
+        res = CheckResult(feasible, loss if feasible else math.inf, lb, sup, int(mn), int(rep.shape[0]))
+        self.memo[key] = res
+        return res
+
+    def evaluate_raw(self, levels) -> float:
+        """Group a node from the raw rows (no cache, no memo); returns seconds. For benchmarks."""
+        import time
+        t0 = time.perf_counter()
+        self._run_kernels(tuple(int(x) for x in levels), *self._norep, True)
+        return time.perf_counter() - t0
+
+    # ------------------------------------------------------------------ output
+    def partition(self, levels, info: dict) -> Partition:
+        """The published partition of a node: one class per generalized key with >= k rows, and
+        one class holding every suppressed row (published fully generalized)."""
+        sp = self.space
+        key = tuple(int(x) for x in levels)
+        crep, ccnt, cls = self._run_kernels(key, *self._norep, True, want_cls=True)
+        small = ccnt < self.k
+        n_sup = int(ccnt[small].sum())
+        keep = np.flatnonzero(~small)
+        new_id = np.full(crep.shape[0], keep.size, dtype=np.int64)  # suppressed -> last class
+        new_id[keep] = np.arange(keep.size)
+        ec = new_id[cls]
+        suppressed = small[cls]
+        C = keep.size + (1 if n_sup else 0)
+        reps = crep[keep]
+        dc = sp.d - sp.dn
+        cat_nodes = np.zeros((C, dc), dtype=np.int32)
+        num_lo = np.full((C, sp.dn), np.nan)
+        num_hi = np.full((C, sp.dn), np.nan)
+        for j, c in enumerate(sp.cols(key)):
+            nodes = sp.cnode[sp.coff[c] + sp.codes[c][reps].astype(np.int64)]
+            if j < sp.dn:
+                num_lo[:keep.size, j] = sp.node_lo[j][nodes]
+                num_hi[:keep.size, j] = sp.node_hi[j][nodes]
+            else:
+                cat_nodes[:keep.size, j - sp.dn] = nodes
+        info = dict(info)
+        info["n_suppressed"] = n_sup
+        info["suppression"] = n_sup / self.n
+        return Partition(ec=ec, suppressed=suppressed, cat_nodes=cat_nodes, num_lo=num_lo,
+                         num_hi=num_hi, info=info)

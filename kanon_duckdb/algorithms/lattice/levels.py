@@ -1,0 +1,203 @@
+"""Level maps: every QI as a tree, each row as a leaf ordinal, and per level a compact code table.
+
+Full-domain (global) recoding chooses one level per QI: a leaf maps to its ancestor ``L`` steps
+up (``TaxonomyIndex.anc``, capped at the root). ``LatticeSpace`` precomputes, once per run:
+
+- ``codes`` (n_cols, n), uint16 when every level has < 65536 values, else int32: per QI j and
+  level L (column ``cstart[j] + L``) the compact code of each row's level-L ancestor, in QI order
+  (numeric QIs first, then categorical, the order of ``QIData``). About 2 bytes per row per level;
+- per column c and code x (flat, at ``coff[c] + x``): ``cnode`` the tree node (for output) and
+  ``cncp`` its NCP; ``mcol[c]`` the number of codes;
+- ``ncp_mean`` (d, Hmax+1): mean NCP over all rows of QI j at level L (GCP without suppression is
+  a sum of these, so it needs no pass over the data).
+
+Numeric QIs use the interval tree of ``data.num_trees[j]`` (from ``kanon_taxonomy``, attached by
+``encoding.attach_numeric_trees``) or, when there is none, a nested interval tree built here from
+the column's distinct values (``builders.interval_edges`` with its default widths; the widths are
+reported in ``auto_widths``). A numeric NULL is its own leaf under the root. The published range
+of a numeric node is the min/max of the data values under it (never parsed from labels); a node
+covering the NULL leaf publishes the NULL range (NaN).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from ...taxonomy import builders
+from ...taxonomy.tree import TaxonomyIndex, build_index
+from ..base import QIData
+
+
+@dataclass
+class LatticeSpace:
+    n: int
+    names: list             # QI names, numeric first then categorical
+    dn: int                 # number of numeric QIs (the first dn QIs)
+    trees: list             # TaxonomyIndex per QI
+    heights: np.ndarray     # int64 (d,)
+    codes: np.ndarray       # uint16/int32 (n_cols, n)
+    cstart: np.ndarray      # int64 (d,): column of (j, level 0)
+    mcol: np.ndarray        # int64 (n_cols,): codes per column
+    coff: np.ndarray        # int64 (n_cols,): offset of a column's codes in cnode / cncp
+    cnode: np.ndarray       # int32 flat: tree node of each code
+    cncp: np.ndarray        # float64 flat: NCP of each code
+    ncp_mean: np.ndarray    # float64 (d, Hmax+1)
+    node_lo: list           # per numeric QI: float64 (n_nodes,) published lower bound (NaN = NULL)
+    node_hi: list
+    auto_widths: dict       # numeric QI -> widths of the automatically built tree
+
+    @property
+    def d(self) -> int:
+        return len(self.names)
+
+    def cols(self, levels) -> np.ndarray:
+        """Column of each QI at a node (int64 (d,))."""
+        return self.cstart + np.asarray(levels, dtype=np.int64)
+
+    def keyspace(self, levels):
+        """(strides int64 (d,), key space size as a Python int) of a node."""
+        strides = np.empty(self.d, dtype=np.int64)
+        ks = 1
+        for j, c in enumerate(self.cols(levels)):
+            strides[j] = ks if ks < (1 << 62) else 0
+            ks *= int(self.mcol[c])
+        return strides, ks
+
+    def distinct_at(self, j: int, level: int) -> int:
+        """Distinct generalized values of QI j present in the data at ``level``."""
+        c = int(self.cstart[j] + level)
+        return int(np.count_nonzero(np.bincount(self.codes[c], minlength=int(self.mcol[c]))))
+
+
+def _auto_numeric_tree(name, vals, is_int):
+    """Interval tree over the distinct values ``vals`` (sorted float64) and its widths."""
+    if is_int and np.all(vals == np.round(vals)):
+        pyvals = [int(v) for v in vals]
+        labels = [str(v) for v in pyvals]
+        integral = True
+    else:
+        pyvals = [float(v) for v in vals]
+        labels = [repr(v) for v in pyvals]
+        integral = all(float(v).is_integer() for v in pyvals)
+    lo, hi = builders._exact(pyvals[0]), builders._exact(pyvals[-1])
+    widths = builders.default_widths(lo, hi, integral) if hi > lo else []
+    if widths:
+        edges = builders.interval_edges(pyvals, widths, labels=labels, attr=name)
+    else:
+        edges = builders.flat_edges(labels, attr=name)
+    tree = build_index(name, edges)
+    leaf_of_value = np.array([tree.leaf_of_label[lab] for lab in labels], dtype=np.int32)
+    return tree, leaf_of_value, [float(w) if Fraction(w).denominator != 1 else int(w) for w in widths]
+
+
+def numeric_tree(data: QIData, j: int):
+    """(tree, leaf ordinal per row, auto widths or None) of numeric QI j."""
+    name = data.num_names[j]
+    null = data.num_null[:, j]
+    given = data.num_trees[j] if j < len(data.num_trees) else None
+    if given is not None and data.num_leaf is not None:
+        return given, np.ascontiguousarray(data.num_leaf[:, j], dtype=np.int32), None
+    col = data.num[:, j]
+    vals = np.unique(col[~null])
+    if vals.size == 0:  # all NULL: a single NULL leaf under the root
+        tree = build_index(name, [("*", None)]).with_null_leaf()
+        return tree, np.full(data.n, tree.leaf_of_label[None], dtype=np.int32), []
+    tree, leaf_of_value, widths = _auto_numeric_tree(name, vals, bool(data.num_is_int[j]))
+    leaf = leaf_of_value[np.searchsorted(vals, col)] if vals.size else np.zeros(data.n, np.int32)
+    if null.any():
+        tree = tree.with_null_leaf()
+        leaf = leaf.copy()
+        leaf[null] = tree.leaf_of_label[None]
+    return tree, leaf.astype(np.int32), widths
+
+
+def _node_ranges(tree: TaxonomyIndex, leaf, values, null):
+    """Published (lo, hi) per node: min/max of the data values of the leaves under it; NaN if
+    the node covers a NULL row."""
+    nl = tree.leaf_count
+    vmin = np.full(nl, np.inf)
+    vmax = np.full(nl, -np.inf)
+    has_null = np.zeros(nl, dtype=bool)
+    ok = ~null
+    np.minimum.at(vmin, leaf[ok], values[ok])
+    np.maximum.at(vmax, leaf[ok], values[ok])
+    if null.any():
+        has_null[np.unique(leaf[null])] = True
+    n_nodes = tree.n_nodes
+    lo = np.full(n_nodes, np.inf)
+    hi = np.full(n_nodes, -np.inf)
+    nn = np.zeros(n_nodes, dtype=bool)
+    lo[tree.leaf_node] = vmin
+    hi[tree.leaf_node] = vmax
+    nn[tree.leaf_node] = has_null
+    for u in range(n_nodes - 1, 0, -1):  # children have larger ids than parents
+        p = tree.parent[u]
+        lo[p] = min(lo[p], lo[u])
+        hi[p] = max(hi[p], hi[u])
+        nn[p] = nn[p] or nn[u]
+    lo = np.where(nn | ~np.isfinite(lo), np.nan, lo)
+    hi = np.where(nn | ~np.isfinite(hi), np.nan, hi)
+    return lo, hi
+
+
+def build_space(data: QIData) -> LatticeSpace:
+    """Precompute rows, level maps and NCP tables for all QIs of ``data``. O(n·d + tree sizes)."""
+    n = data.n
+    trees, cols, names, auto = [], [], [], {}
+    node_lo, node_hi, ncp_nodes = [], [], []
+    rng = data.num_range
+    for j in range(data.dn):
+        tree, leaf, widths = numeric_tree(data, j)
+        name = data.num_names[j]
+        if widths is not None:
+            auto[name] = widths
+        lo, hi = _node_ranges(tree, leaf, data.num[:, j], data.num_null[:, j])
+        span = np.where(np.isnan(lo), rng[j], hi - lo)
+        ncp = np.where(data.num_hi[j] > data.num_lo[j], span / rng[j], 0.0)
+        ncp = np.where(np.isnan(lo), 1.0, ncp)
+        trees.append(tree)
+        cols.append(leaf)
+        names.append(name)
+        node_lo.append(lo)
+        node_hi.append(hi)
+        ncp_nodes.append(ncp)
+    for j, tree in enumerate(data.trees):
+        trees.append(tree)
+        cols.append(np.ascontiguousarray(data.cat[:, j], dtype=np.int32))
+        names.append(data.cat_names[j])
+        nl = tree.n_leaves.astype(np.float64)
+        ncp_nodes.append(np.where(nl <= 1, 0.0, nl / float(tree.n_leaves[0])))
+    d = len(trees)
+    heights = np.array([t.height for t in trees], dtype=np.int64)
+    cstart = np.zeros(d, dtype=np.int64)
+    if d:
+        cstart[1:] = np.cumsum(heights + 1)[:-1]
+    n_cols = int((heights + 1).sum())
+    hmax = int(heights.max()) if d else 0
+    ncp_mean = np.zeros((d, hmax + 1))
+    per_col = []  # (codes of leaves, nodes, ncp) per column
+    for j, tree in enumerate(trees):
+        leaf_rows = np.bincount(cols[j], minlength=tree.leaf_count).astype(np.float64)
+        for lv in range(heights[j] + 1):
+            anc = tree.anc[:, lv]
+            uniq, leaf_code = np.unique(anc, return_inverse=True)
+            per_col.append((leaf_code.reshape(-1).astype(np.int64), uniq.astype(np.int32),
+                            ncp_nodes[j][uniq]))
+            ncp_mean[j, lv] = float(np.dot(leaf_rows, ncp_nodes[j][anc])) / n
+        ncp_mean[j, heights[j] + 1:] = ncp_mean[j, heights[j]]
+    mcol = np.array([p[1].size for p in per_col], dtype=np.int64)
+    coff = np.zeros(n_cols, dtype=np.int64)
+    if n_cols:
+        coff[1:] = np.cumsum(mcol)[:-1]
+    cnode = np.concatenate([p[1] for p in per_col]) if per_col else np.zeros(0, np.int32)
+    cncp = np.concatenate([p[2] for p in per_col]) if per_col else np.zeros(0)
+    dtype = np.uint16 if (mcol.size == 0 or mcol.max() < 65536) else np.int32
+    codes = np.empty((n_cols, n), dtype=dtype)
+    for j in range(d):
+        for lv in range(heights[j] + 1):
+            c = cstart[j] + lv
+            codes[c] = per_col[c][0][cols[j]]
+    return LatticeSpace(n, names, data.dn, trees, heights, codes, cstart, mcol, coff, cnode, cncp,
+                        ncp_mean, node_lo, node_hi, auto)
