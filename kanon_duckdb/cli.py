@@ -1,0 +1,459 @@
+"""The ``kanon-duckdb`` command line.
+
+Subcommands:
+  demo       anonymize the embedded Adult data set for several k and print the utility metrics
+  shell      interactive SQL (or statements from stdin) with every kanon-duckdb function registered
+  anonymize  CSV / Parquet / DuckDB table in, anonymized Parquet / CSV / table out
+  report     metrics and plots for several algorithms and k (kanon_duckdb.report)
+  bench      run the benchmark scripts in benchmarks/ (source checkout)
+
+Errors are printed as one line on stderr (no traceback); the exit status is 1 on failure, 2 on a
+usage error and 130 when interrupted with Ctrl-C.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from . import __version__
+
+EXIT_INTERRUPTED = 130
+
+_FILE_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".tsv": "csv",
+                 ".txt": "csv", ".json": "json", ".ndjson": "json", ".jsonl": "json"}
+_DUCKDB_EXTS = {".duckdb", ".db", ".ddb"}
+
+
+class CliError(Exception):
+    """A user error: printed as one line, exit status 1."""
+
+
+# --------------------------------------------------------------------------------------------
+# argument helpers
+
+
+def _csv_list(text: str) -> list:
+    items = [x.strip() for x in text.split(",")]
+    if not text.strip() or any(not x for x in items):
+        raise argparse.ArgumentTypeError(f"expected a comma-separated list, got {text!r}")
+    return items
+
+
+def _k_list(text: str) -> list:
+    out = []
+    for x in _csv_list(text):
+        try:
+            k = int(x)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"k must be an integer, got {x!r}") from None
+        if k < 1:
+            raise argparse.ArgumentTypeError(f"k must be at least 1, got {k}")
+        out.append(k)
+    return out
+
+
+def _positive_int(text: str) -> int:
+    try:
+        k = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if k < 1:
+        raise argparse.ArgumentTypeError(f"k must be at least 1, got {k}")
+    return k
+
+
+def _name_value(text: str):
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"expected name=value, got {text!r}")
+    return name.strip(), value.strip()
+
+
+def _suffix(path: str) -> str:
+    p = path.lower()
+    for comp in (".gz", ".zst"):
+        if p.endswith(comp):
+            p = p[: -len(comp)]
+    return os.path.splitext(p)[1]
+
+
+def _is_duckdb_file(path: str) -> bool:
+    if _suffix(path) in _DUCKDB_EXTS:
+        return True
+    try:
+        with open(path, "rb") as f:
+            head = f.read(16)
+    except OSError:
+        return False
+    return head[8:12] == b"DUCK"
+
+
+def _error_line(exc: BaseException) -> str:
+    from .shell import error_line
+    return error_line(exc)
+
+
+# --------------------------------------------------------------------------------------------
+# anonymize
+
+
+def run_anonymize(args) -> int:
+    """``kanon-duckdb anonymize``: load INPUT, run k_anonymize, write OUTPUT, print a summary."""
+    from . import progress
+    from .demo import k_anonymize_sql, sql_string
+    from .shell import open_connection
+    from .sqlutil import quote_ident
+
+    inp, out = args.input, args.out
+    if not os.path.exists(inp):
+        raise CliError(f"input file not found: {inp}")
+    in_is_db = _is_duckdb_file(inp)
+    in_fmt = None if in_is_db else _FILE_FORMATS.get(_suffix(inp))
+    if not in_is_db and in_fmt is None:
+        raise CliError(f"cannot tell the format of {inp}: use a .csv, .tsv, .parquet, .json file "
+                       f"or a DuckDB database (with --table)")
+    if in_is_db and not args.table:
+        raise CliError(f"{inp} is a DuckDB database: name the table to anonymize with --table")
+    out_fmt = _FILE_FORMATS.get(_suffix(out))
+    if in_is_db and out_fmt is None:
+        if args.db and os.path.abspath(args.db) != os.path.abspath(inp):
+            raise CliError("a table OUTPUT of a DuckDB INPUT is written to INPUT: omit --db")
+        work_db = inp
+    else:
+        work_db = args.db   # in memory unless given; a DuckDB INPUT is attached read-only
+    if out_fmt is None and work_db is None:
+        raise CliError(f"OUTPUT {out!r} has no .parquet/.csv/.tsv/.json extension; to write a "
+                       f"table instead, give --db FILE (or a DuckDB database as INPUT)")
+    params = dict(args.param or [])
+
+    con = open_connection(work_db)
+    tmp_path = None
+    created = []
+    t0 = time.perf_counter()
+    try:
+        if in_is_db and work_db == inp:
+            source = args.table
+        elif in_is_db:
+            con.execute(f"ATTACH {sql_string(inp)} AS __kanon_input (READ_ONLY)")
+            source = ("__kanon_input." if "." in args.table else "__kanon_input.main.") + args.table
+            # the input's taxonomy trees apply (k_anonymize reads kanon_taxonomy of this database)
+            if con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = "
+                           "'__kanon_input' AND table_name = 'kanon_taxonomy'").fetchall()[0][0]:
+                con.execute("INSERT INTO kanon_taxonomy SELECT attr, child, parent "
+                            "FROM __kanon_input.main.kanon_taxonomy")
+        else:
+            source = args.table or _table_name_from_path(inp)
+            reader = {"csv": "read_csv", "parquet": "read_parquet", "json": "read_json"}[in_fmt]
+            con.execute(f"CREATE OR REPLACE TABLE {quote_ident(source)} AS FROM {reader}(?)", [inp])
+        for attr, path in args.hierarchy or []:
+            from .taxonomy import load_arx_taxonomy
+            if not os.path.exists(path):
+                raise CliError(f"hierarchy file not found: {path}")
+            load_arx_taxonomy(con, attr, path, delimiter=args.hierarchy_delimiter)
+        select = k_anonymize_sql(source, args.k, args.algo, args.qi, args.seed, params)
+        if out_fmt is None:
+            exists = con.execute(
+                "SELECT count(*) FROM duckdb_tables() WHERE table_name = ? AND schema_name = "
+                "current_schema() AND database_name = current_database()", [out]).fetchall()[0][0]
+            if exists and not args.replace:
+                raise CliError(f"table {out!r} already exists in {work_db}; choose another name "
+                               f"or pass --replace")
+            result = quote_ident(out)
+            verb = "CREATE OR REPLACE TABLE" if args.replace else "CREATE TABLE"
+            with progress.bar("anonymizing"):
+                con.execute(f"{verb} {result} AS {select}")
+            created.append(result)
+            result_name = out
+        else:
+            # a scratch base table (the metric UDFs cannot read TEMP tables), dropped at the end
+            result_name = f"__kanon_cli_result_{os.getpid()}"
+            result = quote_ident(result_name)
+            created.append(result)
+            with progress.bar("anonymizing"):
+                con.execute(f"CREATE OR REPLACE TABLE {result} AS {select}")
+        elapsed = time.perf_counter() - t0
+        n_rows, n_classes, min_size, n_sup = con.execute(
+            f"SELECT count(*), count(DISTINCT ec), min(ec_size) FILTER (WHERE NOT suppressed), "
+            f"count(*) FILTER (WHERE suppressed) FROM {result}").fetchall()[0]
+        try:
+            gcp = con.execute(f"SELECT gcp({sql_string(result_name)})").fetchall()[0][0]
+            gcp = f"{100 * gcp:.2f} %"
+        except Exception as exc:  # noqa: BLE001 - the summary must not lose the output
+            gcp = f"n/a ({_error_line(exc)})"
+        if out_fmt is not None:
+            out_dir = os.path.dirname(os.path.abspath(out))
+            if not os.path.isdir(out_dir):
+                raise CliError(f"output directory does not exist: {out_dir}")
+            tmp_path = os.path.join(out_dir, f".{os.path.basename(out)}.{os.getpid()}.tmp")
+            opts = {"parquet": "FORMAT parquet", "json": "FORMAT json",
+                    "csv": "FORMAT csv, HEADER true" + (", DELIMITER '\t'" if _suffix(out) == ".tsv"
+                                                        else "")}[out_fmt]
+            if out.lower().endswith(".gz") and out_fmt == "csv":
+                opts += ", COMPRESSION gzip"
+            con.execute(f"COPY (SELECT * EXCLUDE (kanon_run) FROM {result} ORDER BY ec) "
+                        f"TO {sql_string(tmp_path)} ({opts})")
+            os.replace(tmp_path, out)
+            tmp_path = None
+            con.execute(f"DROP TABLE IF EXISTS {result}")
+            created.remove(result)
+        summary = [
+            ("input", f"{inp}" + (f" (table {args.table})" if in_is_db else "")),
+            ("output", out if out_fmt else f"table {out} in {work_db}"),
+            ("algo", f"{args.algo}, k={args.k}, QIs {', '.join(args.qi)}"),
+            ("rows", f"{n_rows:,}"),
+            ("classes", f"{n_classes:,}"),
+            ("min class size", f"{min_size}" if min_size is not None else "-"),
+            ("suppressed rows", f"{n_sup:,}"),
+        ]
+        summary.append(("GCP", gcp))
+        summary.append(("seconds", f"{elapsed:.2f}"))
+        width = max(len(k) for k, _ in summary)
+        for key, val in summary:
+            print(f"{key:<{width}}  {val}")
+        return 0
+    except KeyboardInterrupt:
+        _cleanup(con, created, tmp_path)
+        print("interrupted: no output written", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BaseException as exc:
+        _cleanup(con, created, tmp_path)
+        if _is_interrupt(exc):
+            print("interrupted: no output written", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        raise
+    finally:
+        con.close()
+        del con
+
+
+def _is_interrupt(exc) -> bool:
+    try:
+        import duckdb
+        if isinstance(exc, getattr(duckdb, "InterruptException", ())):
+            return True
+    except ImportError:  # pragma: no cover
+        pass
+    msg = str(exc)
+    return "KeyboardInterrupt" in msg or "Query interrupted" in msg or "INTERRUPT Error" in msg
+
+
+def _cleanup(con, created, tmp_path) -> None:
+    if tmp_path and os.path.exists(tmp_path):
+        try:
+            os.remove(tmp_path)
+        except OSError:
+            pass
+    for t in created:
+        try:
+            con.execute(f"DROP TABLE IF EXISTS {t}")
+        except Exception:  # noqa: BLE001 - best effort
+            pass
+
+
+def _has_function(con, name: str) -> bool:
+    return bool(con.execute("SELECT count(*) FROM duckdb_functions() WHERE function_name = ?",
+                            [name]).fetchall()[0][0])
+
+
+def _table_name_from_path(path: str) -> str:
+    base = os.path.basename(path)
+    for _ in range(2):
+        base = os.path.splitext(base)[0] if "." in base else base
+    name = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in base) or "input"
+    return name if not name[0].isdigit() else "t_" + name
+
+
+# --------------------------------------------------------------------------------------------
+# bench / report
+
+
+def _benchmarks_dir():
+    for cand in (Path(__file__).resolve().parent.parent / "benchmarks", Path.cwd() / "benchmarks"):
+        if cand.is_dir():
+            return cand
+    return None
+
+
+def run_bench(args) -> int:
+    bdir = _benchmarks_dir()
+    if bdir is None:
+        raise CliError("benchmarks/ not found: the benchmark scripts ship with the source checkout, "
+                       "not the wheel; run this command from a clone of the repository")
+    scripts = sorted(bdir.glob("bench_*.py"))
+    if not scripts:
+        raise CliError(f"no benchmark scripts (bench_*.py) in {bdir}")
+    if args.list:
+        for s in scripts:
+            print(s.stem[len("bench_"):])
+        return 0
+    passthrough = list(args.args or [])
+    if passthrough and passthrough[0] == "--":
+        passthrough = passthrough[1:]
+    if args.name:
+        wanted = args.name[:-3] if args.name.endswith(".py") else args.name
+        wanted = wanted if wanted.startswith("bench_") else "bench_" + wanted
+        chosen = [s for s in scripts if s.stem == wanted]
+        if not chosen:
+            names = ", ".join(s.stem[len("bench_"):] for s in scripts)
+            raise CliError(f"unknown benchmark {args.name!r}; available: {names}")
+    else:
+        chosen = scripts
+    status = 0
+    for s in chosen:
+        print(f"== {s.name} {' '.join(passthrough)}".rstrip(), flush=True)
+        rc = subprocess.call([sys.executable, str(s), *passthrough])
+        if rc:
+            print(f"{s.name} failed with exit status {rc}", file=sys.stderr)
+            status = rc
+    return status
+
+
+def run_report(argv) -> int:
+    if importlib.util.find_spec("kanon_duckdb.report") is None:
+        raise CliError("the report command needs kanon_duckdb.report, which this installation "
+                       "does not include")
+    report = importlib.import_module("kanon_duckdb.report")
+    if hasattr(report, "main"):
+        return int(report.main(list(argv)) or 0)
+    if not hasattr(report, "build_report"):
+        raise CliError("kanon_duckdb.report has neither main() nor build_report()")
+    from . import load_example
+    from .shell import open_connection
+    p = argparse.ArgumentParser(prog="kanon-duckdb report",
+                                description="Metrics and plots for several algorithms and k.")
+    p.add_argument("--db", help="DuckDB database file (default: in memory, with Adult loaded)")
+    p.add_argument("--table", default="adult", help="source table (default: adult)")
+    p.add_argument("--algos", type=_csv_list, default=["mondrian"], help="comma-separated algos")
+    p.add_argument("--k", type=_k_list, default=[2, 5, 10, 25, 50, 100], help="comma-separated k")
+    p.add_argument("--out", default="kanon_report", help="output directory (default: kanon_report)")
+    a = p.parse_args(list(argv))
+    con = open_connection(a.db)
+    try:
+        if a.table == "adult" and not con.execute(
+                "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'adult'").fetchall()[0][0]:
+            load_example(con, "adult")
+        where = report.build_report(con, a.table, a.algos, a.k, a.out)
+        print(f"report written to {where or a.out}")
+        return 0
+    finally:
+        con.close()
+        del con
+
+
+# --------------------------------------------------------------------------------------------
+# parser and main
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .demo import DEFAULT_KS, DEFAULT_QI
+
+    p = argparse.ArgumentParser(
+        prog="kanon-duckdb",
+        description="k-anonymization inside DuckDB: SQL macros and Python UDFs backed by numba kernels.")
+    p.add_argument("--version", action="version", version=f"kanon-duckdb {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    d = sub.add_parser("demo", help="anonymize the embedded Adult data set for several k",
+                       description="Load Adult (30,162 rows), run k_anonymize in SQL for each k and "
+                                   "print classes, GCP, DM, C_avg and seconds.")
+    d.add_argument("--algo", default="mondrian", help="algorithm (default: mondrian)")
+    d.add_argument("--k", type=_k_list, default=DEFAULT_KS,
+                   help=f"comma-separated k values (default: {','.join(map(str, DEFAULT_KS))})")
+    d.add_argument("--qi", type=_csv_list, default=DEFAULT_QI,
+                   help=f"comma-separated quasi-identifiers (default: {','.join(DEFAULT_QI)})")
+    d.add_argument("--db", help="DuckDB database file to keep the tables in (default: in memory)")
+    d.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    d.add_argument("--param", action="append", type=_name_value, metavar="NAME=VALUE",
+                   help="algorithm parameter (repeatable), e.g. --param max_suppression=0.02")
+
+    s = sub.add_parser("shell", help="SQL shell with every kanon-duckdb function registered",
+                       description="Interactive SQL on a terminal (line editing, history in "
+                                   "~/.kanon_duckdb_history); otherwise runs the statements read "
+                                   "from stdin and exits 1 if any failed.")
+    s.add_argument("db", nargs="?", help="DuckDB database file (default: in memory)")
+    s.add_argument("-c", "--command", dest="sql", metavar="SQL",
+                   help="run these statements (and dot-commands) and exit")
+    s.add_argument("--bail", action="store_true", help="stop at the first error")
+
+    a = sub.add_parser("anonymize", help="anonymize a CSV / Parquet file or a DuckDB table",
+                       description="Load INPUT into DuckDB, run k_anonymize and write OUTPUT "
+                                   "(.parquet, .csv, .tsv, .json; or a table with --db / a DuckDB "
+                                   "INPUT). The output file appears only when the run succeeded.")
+    a.add_argument("input", metavar="INPUT", help="CSV/TSV/Parquet/JSON file, or a DuckDB database")
+    a.add_argument("--k", type=_positive_int, required=True, help="k of k-anonymity")
+    a.add_argument("--algo", default="mondrian", help="algorithm (default: mondrian)")
+    a.add_argument("--qi", type=_csv_list, required=True, help="comma-separated quasi-identifiers")
+    a.add_argument("--out", required=True, metavar="OUTPUT",
+                   help="output file (.parquet/.csv/.tsv/.json) or table name")
+    a.add_argument("--table", help="table to anonymize (DuckDB INPUT) or to load a file into")
+    a.add_argument("--db", help="DuckDB database to work in (and to write a table OUTPUT to)")
+    a.add_argument("--replace", action="store_true", help="replace an existing OUTPUT table")
+    a.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    a.add_argument("--param", action="append", type=_name_value, metavar="NAME=VALUE",
+                   help="algorithm parameter (repeatable), e.g. --param max_suppression=0.02")
+    a.add_argument("--hierarchy", action="append", type=_name_value, metavar="QI=FILE.csv",
+                   help="ARX hierarchy CSV for a categorical QI (repeatable); QIs without one "
+                        "get a flat tree")
+    a.add_argument("--hierarchy-delimiter", default=";", help="delimiter of hierarchy files (;)")
+
+    r = sub.add_parser("report", help="metrics and plots (kanon_duckdb.report)", add_help=False)
+    r.add_argument("args", nargs=argparse.REMAINDER)
+
+    b = sub.add_parser("bench", help="run the benchmark scripts in benchmarks/",
+                       description="Run benchmarks/bench_NAME.py (all of them without NAME); "
+                                   "arguments after NAME are passed through.")
+    b.add_argument("--list", action="store_true", help="list the benchmarks")
+    b.add_argument("name", nargs="?", help="benchmark name, e.g. mondrian")
+    b.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the script")
+    return p
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        if args.command == "demo":
+            from .demo import run_demo
+            return run_demo(algo=args.algo, ks=args.k, qi=args.qi, db=args.db, seed=args.seed,
+                            params=dict(args.param or []))
+        if args.command == "shell":
+            from .shell import run_shell
+            return run_shell(args.db, command=args.sql, bail=args.bail)
+        if args.command == "anonymize":
+            return run_anonymize(args)
+        if args.command == "report":
+            return run_report(args.args)
+        if args.command == "bench":
+            return run_bench(args)
+    except CliError as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # noqa: BLE001 - one line, no traceback
+        if _is_interrupt(exc):
+            print("interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        print(_error_line(exc), file=sys.stderr)
+        if os.environ.get("KANON_DEBUG"):
+            raise
+        return 1
+    parser.error(f"unknown command {args.command}")
+    return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
