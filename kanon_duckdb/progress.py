@@ -32,7 +32,7 @@ def bar(description: str, min_seconds: float = 1.0):
                 state["bar"] = tqdm(total=1000, desc=description, file=sys.stderr, leave=False)
             except ImportError:
                 state["bar"] = "plain"
-        if state["bar"] == "plain":
+        if isinstance(state["bar"], str):
             print(f"\r{description}: {fraction:6.1%}", end="", file=sys.stderr, flush=True)
         else:
             b = state["bar"]
@@ -44,7 +44,7 @@ def bar(description: str, min_seconds: float = 1.0):
         yield update
     finally:
         _current = prev
-        if state["bar"] == "plain":
+        if isinstance(state["bar"], str):
             print(file=sys.stderr)
         elif state["bar"] is not None:
             state["bar"].close()
