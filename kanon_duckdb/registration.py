@@ -14,6 +14,8 @@ _UDF_MODULES = (
     ("anonymize", "register_anonymize_udfs"),
     ("taxonomy", "register_taxonomy_udfs"),
     ("query_error", "register_query_error"),
+    ("metrics", "register_metric_udfs"),
+    ("ml_utility", "register_ml_utility_udfs"),
 )
 
 

@@ -1,0 +1,15 @@
+-- classification_utility(raw_tbl, anon_tbl, label, models, seed, test_fraction, qi, encoding)
+--
+-- Classifier utility of an anonymized table (cof-mondrian-outliers.txt §4.2.5-4.2.6, Figs. 8-11):
+-- each model is trained on the anonymized rows (generalized values encoded as range midpoints /
+-- taxonomy leaf-range midpoints) and on the raw rows of the same train side, and both are tested
+-- on held-out raw rows. One row per model:
+--   model, accuracy_anon, f1_anon, accuracy_raw, f1_raw, n_train, n_test,
+--   split ('disjoint': no test record is in training; 'overlap': fallback, see ml_utility.py).
+-- models: 'knn', 'svm', 'rf', 'nb' (default), 'dt', 'lr'. encoding: 'ordinal' or 'onehot'.
+-- qi: only needed when anon_tbl has no kanon_run column. Needs the [ml] extra (scikit-learn).
+CREATE OR REPLACE MACRO classification_utility(raw_tbl, anon_tbl, label,
+        models := ['knn', 'svm', 'rf', 'nb'], seed := 0, test_fraction := 0.3, qi := NULL,
+        encoding := 'ordinal') AS TABLE
+SELECT unnest(__kanon_ml(raw_tbl, anon_tbl, label, models, seed, test_fraction, qi, encoding),
+              recursive := true);

@@ -1,0 +1,42 @@
+"""Arrow UDF behind the ``classification_utility`` table macro (sql/ml_utility.sql).
+
+``__kanon_ml(raw_tbl, anon_tbl, label, models, seed, test_fraction, qi, encoding)`` runs once
+(side effects: it trains models) and returns one LIST of per-model STRUCTs, which the macro
+unnests. It reads both tables through a cursor of the caller's database (TEMP tables are not
+visible). scikit-learn is imported only when it is called: the function is registered even
+without the ``[ml]`` extra and then fails with "install kanon-duckdb[ml]".
+"""
+from __future__ import annotations
+
+import pyarrow as pa
+
+from kanon_duckdb.ml_utility import RESULT_FIELDS, classification_utility
+
+from ._compat import first_value, replace_function
+
+ML_TYPE = ("STRUCT(model VARCHAR, accuracy_anon DOUBLE, f1_anon DOUBLE, accuracy_raw DOUBLE, "
+           "f1_raw DOUBLE, n_train BIGINT, n_test BIGINT, split VARCHAR)[]")
+_ARROW_TYPE = pa.list_(pa.struct([
+    ("model", pa.string()), ("accuracy_anon", pa.float64()), ("f1_anon", pa.float64()),
+    ("accuracy_raw", pa.float64()), ("f1_raw", pa.float64()), ("n_train", pa.int64()),
+    ("n_test", pa.int64()), ("split", pa.string())]))
+
+
+def register_ml_utility_udfs(con) -> None:
+    def kanon_ml(raw_tbl, anon_tbl, label, models, seed, test_fraction, qi, encoding):
+        cur = con.cursor()
+        try:
+            fraction = first_value(test_fraction)
+            rows = classification_utility(
+                cur, first_value(raw_tbl), first_value(anon_tbl), first_value(label),
+                models=first_value(models), seed=first_value(seed) or 0,
+                test_fraction=0.3 if fraction is None else fraction, qi=first_value(qi),
+                encoding=first_value(encoding) or "ordinal")
+        finally:
+            cur.close()
+        value = [{f: r[f] for f in RESULT_FIELDS} for r in rows]
+        return pa.array([value] * len(raw_tbl), type=_ARROW_TYPE)
+
+    replace_function(con, "__kanon_ml", kanon_ml,
+                     ["VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR[]", "BIGINT", "DOUBLE", "VARCHAR[]",
+                      "VARCHAR"], ML_TYPE, side_effects=True)
