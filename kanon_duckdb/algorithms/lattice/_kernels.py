@@ -76,7 +76,7 @@ def group_keys(keys, rep, cnt, identity, keyspace, dense, hkey, hval, want_cls):
     out_pos = np.empty(cap, dtype=np.int64)
     cls = np.empty(c if want_cls else 0, dtype=np.int32)
     nout = 0
-    if keyspace <= dense.shape[0]:
+    if keyspace <= dense.shape[0] and (keyspace <= 65536 or keyspace <= 4 * c):
         for t in range(c):
             key = keys[t]
             s = dense[key]
@@ -94,6 +94,39 @@ def group_keys(keys, rep, cnt, identity, keyspace, dense, hkey, hval, want_cls):
                 cls[t] = s
         for s in range(nout):
             dense[out_pos[s]] = -1
+    elif keyspace < (np.int64(1) << 31):
+        # one packed table: (key << 32) | class, -1 empty (one cache miss per probe)
+        size = 1
+        bits = 0
+        while size < 2 * c + 2:
+            size *= 2
+            bits += 1
+        shift = np.uint64(64 - bits)
+        mask = size - 1
+        low = (np.int64(1) << 32) - 1
+        for t in range(c):
+            key = keys[t]
+            w = 1 if identity else cnt[t]
+            h = np.int64((np.uint64(key) * _GOLDEN) >> shift)
+            while True:
+                e = hkey[h]
+                if e < 0:
+                    hkey[h] = (key << 32) | nout
+                    out_rep[nout] = t if identity else rep[t]
+                    out_cnt[nout] = w
+                    out_pos[nout] = h
+                    s = nout
+                    nout += 1
+                    break
+                if (e >> 32) == key:
+                    s = e & low
+                    out_cnt[s] += w
+                    break
+                h = (h + 1) & mask
+            if want_cls:
+                cls[t] = s
+        for s in range(nout):
+            hkey[out_pos[s]] = -1
     else:
         size = 1
         bits = 0

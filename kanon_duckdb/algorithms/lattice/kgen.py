@@ -12,8 +12,9 @@ Faithful to the paper's Algorithm 1 and section 3, with these readings made expl
 - Selection (eq. 3, "tournament selection with penalty"): roulette over the population with
   weight ``w = (10 - penalty) / 10``; the paper's eq. 3 multiplies by the loss, which would favour
   worse solutions when minimizing, so the score is ``w * (1 - loss)`` for feasible nodes (loss in
-  [0, 1]; DM is divided by n^2) and ``w * 0.1 * (1 - LOG)`` for infeasible ones. A survivor's
-  penalty grows by 1 per generation, at most 9.
+  [0, 1]; DM is divided by n^2) and ``w * 0.1 * (1 - violation)`` for infeasible ones, where
+  violation = rows that would need suppression / n. A survivor's penalty grows by 1 per
+  generation, at most 9.
 - Crossover (rate ``crossover_rate``): offspring start with the component-wise maximum of the
   parents; case 1 (both parents feasible): add the component-wise minimum if feasible, else a
   random node between the minimum and each parent; case 2 (neither feasible): nothing more;
@@ -23,8 +24,9 @@ Faithful to the paper's Algorithm 1 and section 3, with these readings made expl
   (to a level between the current one and the maximum) and lowered (between the minimum and the
   current one), which moves the node to another strategy path.
 - Budget: the evaluation counter grows by 2 per crossover pair (Algorithm 1), initial population
-  included; survivors are the ``population`` best of parents and offspring (feasible first, then
-  loss). The answer is the best feasible node seen; the lattice top when none was found.
+  included; survivors are the ``population`` best of parents and offspring (Deb's constraint
+  rule: feasible first by loss, then infeasible by violation; ranking infeasible nodes by loss
+  instead would drive the population away from the feasible region on wide tables). The answer is the best feasible node seen; the lattice top when none was found.
 
 Deterministic for a given seed (numpy PCG64).
 """
@@ -39,11 +41,16 @@ from .checker import NodeChecker
 
 def _score_loss(ch: NodeChecker, res, levels) -> float:
     if not res.feasible:
-        return 0.1 * (1.0 - ch.log_level(levels))
+        return 0.1 * (1.0 - _violation(ch, res))
     loss = res.loss
     if ch.loss_name == "dm":
         loss = loss / float(ch.n) ** 2
     return max(1.0 - loss, 0.0)
+
+
+def _violation(ch: NodeChecker, res) -> float:
+    """Fraction of rows in classes < k (1 when the node was rejected by the per-QI bounds)."""
+    return 1.0 if res.n_suppressed < 0 else res.n_suppressed / ch.n
 
 
 def search(ch: NodeChecker, params: dict, seed: int, progress=None):
@@ -70,11 +77,12 @@ def search(ch: NodeChecker, params: dict, seed: int, progress=None):
 
     def entry(levels, penalty=0):
         res = ev(levels)
-        return [levels, res.feasible, res.loss, penalty, _score_loss(ch, res, levels)]
+        rank = res.loss if res.feasible else _violation(ch, res)
+        return [levels, res.feasible, rank, penalty, _score_loss(ch, res, levels)]
 
-    def select(pop):
+    def selection_probabilities(pop):
         w = np.array([(10 - e[3]) / 10.0 * e[4] for e in pop]) + 1e-12
-        return pop[int(rng.choice(len(pop), p=w / w.sum()))]
+        return w / w.sum()
 
     def crossover(p1, p2):
         a, b = np.asarray(p1[0]), np.asarray(p2[0])
@@ -114,8 +122,10 @@ def search(ch: NodeChecker, params: dict, seed: int, progress=None):
     generations = 0
     while evaluations < max_eval:
         kids = []
-        for _ in range(0, pop_size, 2):
-            p1, p2 = select(pop), select(pop)
+        n_pairs = (pop_size + 1) // 2
+        parents = rng.choice(len(pop), size=(n_pairs, 2), p=selection_probabilities(pop))
+        for i in range(n_pairs):
+            p1, p2 = pop[int(parents[i, 0])], pop[int(parents[i, 1])]
             tmp = crossover(p1, p2) if rng.random() < cx_rate else [p1[0], p2[0]]
             tmp = [mutate(x) if rng.random() < mu_rate else x for x in tmp]
             if d >= 2:
