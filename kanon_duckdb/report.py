@@ -1,0 +1,442 @@
+"""``kanon-duckdb report``: run algorithms over a range of k, measure, plot, publish an HTML page.
+
+For every (algo, k) the report anonymizes the table through the SQL surface
+(``CREATE TABLE ... AS FROM k_anonymize(...)``) and measures, with the SQL metric macros:
+
+- ``seconds`` (wall time of the statement) and ``algo_seconds`` (``kanon_runs.elapsed_s``),
+- ``classes`` (equivalence classes that are not suppressed) and ``suppressed`` (rows),
+- ``gcp``, ``gen_total_il``, ``dm`` (``discernibility``), ``cavg`` (``cavg(tbl, k)``),
+- ``cm`` (Iyengar's classification metric of the label column; the ``cm`` macro when it is
+  registered, else the same definition computed here in SQL),
+- ``query_error``: mean relative error of a random COUNT workload (``query_workload`` /
+  ``workload_error``, generated once on the source table); left empty with a note when those
+  macros are not registered.
+
+Outputs in ``out_dir``: ``kanon_report.csv``, one PNG per metric vs k (one line per algorithm,
+``kanon_duckdb.plots``), ``overview.png``, and ``index.html`` (the plots and the table). The rows
+also go to the DuckDB table ``kanon_report`` (replaced). A failing run (e.g. an infeasible k) is
+kept as a row with its error message and no metrics; a metric that fails is left empty and named
+in the row's ``error`` column, the other metrics are kept.
+
+Python::
+
+    con = kanon_duckdb.connect(); kanon_duckdb.load_example(con, "adult")
+    paths = build_report(con, "adult", ["mondrian", "kmember"], [2, 5, 10], "report/")
+
+Command line (through kanon_duckdb.cli or ``python -m kanon_duckdb.report``)::
+
+    kanon-duckdb report --table adult --algos mondrian --k 2,5,10,25,50,100 --out report/
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import html
+import logging
+import os
+import sys
+import time
+
+import duckdb
+
+from .errors import InvalidParameterError, KanonError
+from .sqlutil import quote_ident, resolve_table
+
+log = logging.getLogger(__name__)
+
+# The eight QIs the papers use on Adult (cof-mondrian-outliers.txt §4.1 and others).
+ADULT_QI = ["age", "workclass", "education", "marital_status", "occupation", "race", "sex",
+            "native_country"]
+REPORT_TABLE = "kanon_report"
+SAMPLE_TABLE = "kanon_report_sample"
+WORKLOAD_TABLE = "kanon_report_workload"
+ANON_TABLE = "kanon_report_anon"
+WARMUP_TABLE = "kanon_report_warmup"
+COLUMNS = ("algo", "k", "seconds", "algo_seconds", "n_rows", "classes", "suppressed", "gcp",
+           "gen_total_il", "dm", "cavg", "cm", "query_error", "query_error_median", "run_id",
+           "error")
+_SQL_TYPES = {"algo": "VARCHAR", "k": "BIGINT", "n_rows": "BIGINT", "classes": "BIGINT",
+              "suppressed": "BIGINT", "dm": "BIGINT", "run_id": "BIGINT", "error": "VARCHAR"}
+
+
+def _functions(con) -> dict:
+    """{name: set of parameter counts} of the registered functions and macros we may use."""
+    names = ["gcp", "gen_total_il", "discernibility", "cavg", "cm", "query_workload",
+             "workload_error"]
+    rows = con.execute(
+        "SELECT function_name, len(parameters) FROM duckdb_functions() "
+        "WHERE list_contains(?, function_name)", [names]).fetchall()
+    out = {}
+    for name, n in rows:
+        out.setdefault(name, set()).add(int(n))
+    return out
+
+
+def _parse_list(text, cast=str):
+    if text is None:
+        return None
+    if isinstance(text, (list, tuple)):
+        return [cast(x) for x in text]
+    return [cast(x.strip()) for x in str(text).split(",") if x.strip()]
+
+
+def _validate(con, table, algos, ks, label, sample, qi):
+    from .algorithms import get_algorithm
+
+    if not algos:
+        raise InvalidParameterError("no algorithms given; pass e.g. --algos mondrian,kmember")
+    algos = [get_algorithm(a).name for a in algos]  # unknown algo -> error listing valid ones
+    if not ks:
+        raise InvalidParameterError("no k values given; pass e.g. --k 2,5,10")
+    ks = sorted({int(k) for k in ks})
+    if ks[0] < 1:
+        raise InvalidParameterError(f"k={ks[0]} must be >= 1")
+    if sample is not None and int(sample) < 1:
+        raise InvalidParameterError(f"sample={sample} must be a positive number of rows")
+    _, table_sql = resolve_table(con, table)
+    cols = list(con.sql(f"SELECT * FROM {table_sql} LIMIT 0").columns)
+    if qi is None:
+        qi = ADULT_QI if all(c in cols for c in ADULT_QI) else [c for c in cols if c != label]
+    missing = [c for c in qi if c not in cols]
+    if missing:
+        raise InvalidParameterError(f"QI column(s) {missing} are not in table {table!r} "
+                                    f"(columns: {', '.join(cols)})")
+    if label is not None and label not in cols:
+        raise InvalidParameterError(f"label column {label!r} is not in table {table!r} "
+                                    f"(columns: {', '.join(cols)}); pass --label or --no-label")
+    if label is not None and label in qi:
+        raise InvalidParameterError(f"label column {label!r} is also a QI; CM needs a label that "
+                                    "anonymization leaves unchanged")
+    return algos, ks, table_sql, list(qi)
+
+
+def _make_source(con, table_sql, sample, seed):
+    """The table to anonymize: the table itself or a deterministic sample of it."""
+    if sample is None:
+        return table_sql, None
+    con.execute(
+        f"CREATE OR REPLACE TABLE {quote_ident(SAMPLE_TABLE)} AS SELECT * FROM {table_sql} "
+        f"WHERE rowid IN (SELECT rowid FROM {table_sql} ORDER BY hash(rowid, ?::BIGINT), rowid "
+        f"LIMIT ?) ORDER BY rowid", [int(seed), int(sample)])
+    return quote_ident(SAMPLE_TABLE), SAMPLE_TABLE
+
+
+def _cm_sql(anon_sql, label):
+    """Iyengar's CM: share of rows suppressed or not carrying their class's majority label."""
+    lab = quote_ident(label)
+    return (f"WITH c AS (SELECT kanon_run, ec, {lab} AS y, count(*) AS n, bool_or(suppressed) AS s "
+            f"FROM {anon_sql} GROUP BY ALL), "
+            f"m AS (SELECT max(n) AS mx, sum(n) AS tot, bool_or(s) AS s FROM c GROUP BY kanon_run, ec) "
+            f"SELECT sum(CASE WHEN s THEN tot ELSE tot - mx END)::DOUBLE / sum(tot) FROM m")
+
+
+def _first_line(exc) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _scalar(con, sql, params=()):
+    return con.execute(sql, list(params)).fetchall()[0][0]
+
+
+def _measure(con, anon_name, source_name, k, label, funcs, workload):
+    """Metrics of one anonymized table; a metric that fails is None and its error is returned."""
+    anon_sql = quote_ident(anon_name)
+    out, errors = {}, []
+
+    def attempt(names, fn):
+        try:
+            vals = fn()
+        except Exception as exc:  # one broken metric must not hide the others
+            errors.append(f"{names[0]}: {_first_line(exc)}")
+            vals = (None,) * len(names)
+        out.update(zip(names, vals if len(names) > 1 else (vals,)))
+
+    n, classes, sup = con.execute(
+        f"SELECT count(*), count(DISTINCT ec) FILTER (WHERE NOT suppressed), "
+        f"count(*) FILTER (WHERE suppressed) FROM {anon_sql}").fetchall()[0]
+    out.update(n_rows=n, classes=classes, suppressed=sup)
+    for col, macro in (("gcp", "gcp"), ("gen_total_il", "gen_total_il"), ("dm", "discernibility")):
+        if macro in funcs:
+            attempt([col], lambda m=macro: _scalar(con, f"SELECT {m}(?)", [anon_name]))
+        else:
+            out[col] = None
+    if out.get("dm") is not None:
+        out["dm"] = int(out["dm"])
+    if "cavg" in funcs:
+        attempt(["cavg"], lambda: _scalar(con, "SELECT cavg(?, ?)", [anon_name, k]))
+    else:
+        out["cavg"] = n / classes / k if classes else None
+    if label is None:
+        out["cm"] = None
+    elif 2 in funcs.get("cm", ()):
+        attempt(["cm"], lambda: _scalar(con, "SELECT cm(?, ?)", [anon_name, label]))
+    else:
+        attempt(["cm"], lambda: _scalar(con, _cm_sql(anon_sql, label)))
+    if workload:
+        attempt(["query_error", "query_error_median"], lambda: con.execute(
+            "SELECT mean_rel_error, median_rel_error FROM workload_error(?, ?, ?)",
+            [WORKLOAD_TABLE, source_name, anon_name]).fetchall()[0])
+    if errors:
+        out["error"] = "; ".join(errors)
+    return out
+
+
+def _warm_up(con, source_sql, algos, qi, seed, on_progress):
+    """Run each algorithm once on a 64-row table so JIT compilation is not timed."""
+    warm = quote_ident(WARMUP_TABLE)
+    con.execute(f"CREATE OR REPLACE TABLE {warm} AS SELECT * FROM {source_sql} "
+                "ORDER BY rowid LIMIT 64")
+    try:
+        for algo in algos:
+            if on_progress:
+                on_progress(f"{algo}: warm-up (JIT compilation) ...")
+            try:
+                con.execute("SELECT count(*) FROM k_anonymize(?, k := 2, algo := ?, qi := ?, "
+                            "seed := ?)", [WARMUP_TABLE, algo, qi, int(seed)]).fetchall()
+            except Exception as exc:  # the timed run will report it
+                log.info("report: warm-up of %s failed: %s", algo, exc)
+    finally:
+        con.execute(f"DROP TABLE IF EXISTS {warm}")
+
+
+def _write_table(con, rows):
+    cols = ", ".join(f"{quote_ident(c)} {_SQL_TYPES.get(c, 'DOUBLE')}" for c in COLUMNS)
+    con.execute(f"CREATE OR REPLACE TABLE {quote_ident(REPORT_TABLE)} ({cols})")
+    if rows:
+        marks = ", ".join("?" for _ in COLUMNS)
+        con.executemany(f"INSERT INTO {quote_ident(REPORT_TABLE)} VALUES ({marks})",
+                        [[r.get(c) for c in COLUMNS] for r in rows])
+
+
+def _write_csv(path, rows):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(COLUMNS)
+        for r in rows:
+            w.writerow(["" if r.get(c) is None else r.get(c) for c in COLUMNS])
+
+
+def _fmt(v):
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def _write_html(path, rows, plots, meta, notes):
+    out_dir = os.path.dirname(path)
+    parts = ["<!DOCTYPE html>", "<html><head><meta charset='utf-8'>",
+             f"<title>kanon-duckdb report: {html.escape(meta['table'])}</title>",
+             "<style>body{font-family:sans-serif;margin:2em;max-width:1400px}"
+             "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;"
+             "padding:3px 7px;text-align:right}th{background:#eee}td.t{text-align:left}"
+             "img{max-width:48%;margin:4px;border:1px solid #ddd}</style></head><body>",
+             f"<h1>kanon-duckdb report: {html.escape(meta['table'])}</h1>",
+             "<p>" + html.escape(
+                 f"{meta['n_rows']} rows; QIs: {', '.join(meta['qi'])}; label: {meta['label']}; "
+                 f"algorithms: {', '.join(meta['algos'])}; k: {', '.join(map(str, meta['ks']))}; "
+                 f"seed {meta['seed']}.") + "</p>"]
+    if notes:
+        parts.append("<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")
+    if "overview" in plots:
+        parts.append(f"<h2>Overview</h2><img style='max-width:100%' "
+                     f"src='{html.escape(os.path.relpath(plots['overview'], out_dir))}' alt='overview'>")
+    parts.append("<h2>Metrics vs k</h2><div>")
+    for name, p in plots.items():
+        if name != "overview":
+            rel = html.escape(os.path.relpath(p, out_dir))
+            parts.append(f"<img src='{rel}' alt='{html.escape(name)} vs k'>")
+    parts.append("</div><h2>Results</h2><table><tr>"
+                 + "".join(f"<th>{html.escape(c)}</th>" for c in COLUMNS) + "</tr>")
+    for r in rows:
+        parts.append("<tr>" + "".join(
+            f"<td class='t'>{html.escape(_fmt(r.get(c)))}</td>" if c in ("algo", "error")
+            else f"<td>{html.escape(_fmt(r.get(c)))}</td>" for c in COLUMNS) + "</tr>")
+    parts.append("</table><p>Definitions: GCP and GenTotal-IL are fractions in [0, 1]; DM = sum of "
+                 "class sizes squared (+N per suppressed row); C_avg = (N / classes) / k; CM = share "
+                 "of rows suppressed or not carrying their class's majority label; query error = "
+                 "mean relative error |A - a| / A of the COUNT workload. Results CSV: "
+                 "<a href='kanon_report.csv'>kanon_report.csv</a>; DuckDB table "
+                 f"<code>{REPORT_TABLE}</code>.</p></body></html>")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(parts))
+
+
+def build_report(con, table, algos, ks, out_dir, qi=None, label="income", sample=None, seed=0,
+                 queries=1000, keep_tables=False, plots=True, warmup=True,
+                 on_progress=None) -> dict:
+    """Run every (algo, k) on ``table``, measure, and write CSV, PNGs, HTML and ``kanon_report``.
+
+    Parameters
+    ----------
+    con : connection from ``kanon_duckdb.connect`` (everything registered).
+    table : source table (not TEMP). ``algos``: list of algorithm names. ``ks``: list of k.
+    out_dir : output folder (created).
+    qi : QI columns; default the papers' eight Adult QIs when present, else every column but
+        ``label``.
+    label : class column for CM (None: no CM).
+    sample : anonymize a deterministic sample of this many rows (table ``kanon_report_sample``).
+    seed : passed to every algorithm and to the sample and the workload.
+    queries : size of the query workload (0: no query error).
+    keep_tables : keep each anonymized table as ``kanon_report_<algo>_k<k>``.
+    plots : write the PNG plots (needs matplotlib, extra ``[plot]``).
+    warmup : run each algorithm once on 64 rows first, so JIT compilation is not timed.
+    on_progress : optional callable(str) told about each run.
+
+    Returns
+    -------
+    dict with keys ``csv``, ``html``, ``plots`` ({metric: png path}), ``table`` ('kanon_report'),
+    ``rows`` (list of dicts, COLUMNS keys) and ``notes`` (list of str).
+    """
+    algos, ks, table_sql, qi = _validate(con, table, _parse_list(algos), _parse_list(ks, int),
+                                         label, sample, qi)
+    os.makedirs(out_dir, exist_ok=True)
+    notes = []
+    funcs = _functions(con)
+    for name in ("gcp", "gen_total_il", "discernibility"):
+        if name not in funcs:
+            notes.append(f"macro {name}() is not registered; its column is empty")
+    if label is not None and 2 not in funcs.get("cm", ()):
+        notes.append("cm(tbl, label) macro not registered; CM computed by the report's own SQL")
+    source_sql, source_name = _make_source(con, table_sql, sample, seed)
+    if source_name is None:
+        source_name = table
+    n_rows = _scalar(con, f"SELECT count(*) FROM {source_sql}")
+    if sample is not None:
+        notes.append(f"deterministic sample of {n_rows} rows of {table} (seed {seed}), "
+                     f"table {SAMPLE_TABLE}")
+    workload = False
+    if queries and "query_workload" in funcs and "workload_error" in funcs:
+        con.execute(f"CREATE OR REPLACE TABLE {quote_ident(WORKLOAD_TABLE)} AS "
+                    "FROM query_workload(?, n := ?, seed := ?, qi := ?)",
+                    [source_name, int(queries), int(seed), qi])
+        workload = True
+        notes.append(f"query error: mean relative error of {int(queries)} random COUNT queries "
+                     f"(table {WORKLOAD_TABLE}); queries with a raw answer of 0 are skipped")
+    elif queries:
+        notes.append("query_workload/workload_error macros are not registered; no query error")
+
+    if warmup:
+        _warm_up(con, source_sql, algos, qi, seed, on_progress)
+        notes.append("each algorithm ran once on 64 rows before timing, so numba compilation "
+                     "is not in the runtimes")
+    rows = []
+    for algo in algos:
+        for k in ks:
+            anon_name = f"kanon_report_{algo}_k{k}" if keep_tables else ANON_TABLE
+            row = {"algo": algo, "k": k}
+            if on_progress:
+                on_progress(f"{algo} k={k} ...")
+            t0 = time.perf_counter()
+            try:
+                con.execute(f"CREATE OR REPLACE TABLE {quote_ident(anon_name)} AS "
+                            "FROM k_anonymize(?, k := ?, algo := ?, qi := ?, seed := ?)",
+                            [source_name, k, algo, qi, int(seed)])
+                row["seconds"] = time.perf_counter() - t0
+                run_id, algo_s = con.execute(
+                    f"SELECT r.run_id, r.elapsed_s FROM kanon_runs r WHERE r.run_id = "
+                    f"(SELECT max(kanon_run) FROM {quote_ident(anon_name)})").fetchall()[0]
+                row.update(run_id=run_id, algo_seconds=algo_s)
+                row.update(_measure(con, anon_name, source_name, k, label, funcs, workload))
+            except Exception as exc:  # keep going; the row records the error
+                msg = _first_line(exc)
+                row["error"] = msg
+                log.warning("report: %s k=%s failed: %s", algo, k, msg)
+            rows.append(row)
+            if on_progress:
+                done = (f"{row['seconds']:.2f} s, GCP {_fmt(row.get('gcp'))}"
+                        if row.get("seconds") is not None else "failed")
+                on_progress(f"{algo} k={k}: {done}"
+                            + (f" (error: {row['error']})" if row.get("error") else ""))
+    if not keep_tables:
+        con.execute(f"DROP TABLE IF EXISTS {quote_ident(ANON_TABLE)}")
+
+    _write_table(con, rows)
+    csv_path = os.path.join(out_dir, "kanon_report.csv")
+    _write_csv(csv_path, rows)
+    plot_paths = {}
+    if plots:
+        from .plots import plot_report
+        ok = [r for r in rows if r.get("seconds") is not None]
+        plot_paths = plot_report(ok, out_dir, title=f"{table}, n={n_rows}")
+    html_path = os.path.join(out_dir, "index.html")
+    meta = {"table": table, "n_rows": n_rows, "qi": qi, "label": label, "algos": algos, "ks": ks,
+            "seed": seed}
+    _write_html(html_path, rows, plot_paths, meta, notes)
+    return {"csv": csv_path, "html": html_path, "plots": plot_paths, "table": REPORT_TABLE,
+            "rows": rows, "notes": notes}
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def add_report_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the ``report`` options to an argparse (sub)parser."""
+    parser.add_argument("--db", default=None,
+                        help="DuckDB database file (default: in memory; the Adult example is "
+                             "loaded when --table adult does not exist)")
+    parser.add_argument("--table", default="adult", help="table to anonymize (default: adult)")
+    parser.add_argument("--algos", default="mondrian",
+                        help="comma-separated algorithms (default: mondrian)")
+    parser.add_argument("--k", default="2,5,10,25,50,100",
+                        help="comma-separated k values (default: 2,5,10,25,50,100)")
+    parser.add_argument("--qi", default=None,
+                        help="comma-separated QI columns (default: the papers' 8 Adult QIs, or "
+                             "every column but the label)")
+    parser.add_argument("--label", default="income", help="class column for CM (default: income)")
+    parser.add_argument("--no-label", action="store_true", help="do not compute CM")
+    parser.add_argument("--sample", type=int, default=None,
+                        help="anonymize a deterministic sample of N rows (quick runs)")
+    parser.add_argument("--seed", type=int, default=0, help="seed (default: 0)")
+    parser.add_argument("--queries", type=int, default=1000,
+                        help="query-workload size for the query error (0 = skip; default 1000)")
+    parser.add_argument("--out", default="kanon_report", help="output folder (default: kanon_report)")
+    parser.add_argument("--keep-tables", action="store_true",
+                        help="keep every anonymized table as kanon_report_<algo>_k<k>")
+    parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    parser.add_argument("--no-warmup", action="store_true",
+                        help="time the first run of each algorithm with its JIT compilation")
+    return parser
+
+
+def run_report(args) -> dict:
+    """Run the report for parsed ``args`` (see add_report_arguments); prints where it is."""
+    from . import connect, load_example
+
+    con = connect(args.db)
+    try:
+        exists = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = ?",
+                             [args.table]).fetchall()[0][0]
+        if not exists and args.table == "adult":
+            load_example(con, "adult")
+        say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+        res = build_report(con, args.table, _parse_list(args.algos), _parse_list(args.k, int),
+                           args.out, qi=_parse_list(args.qi),
+                           label=None if args.no_label else args.label, sample=args.sample,
+                           seed=args.seed, queries=args.queries, keep_tables=args.keep_tables,
+                           plots=not args.no_plots,
+                           warmup=not args.no_warmup, on_progress=say)
+    finally:
+        con.close()
+    print(f"report: {os.path.abspath(res['html'])}")
+    print(f"results: {os.path.abspath(res['csv'])} (and table {res['table']})")
+    return res
+
+
+def main(argv=None) -> int:
+    parser = add_report_arguments(argparse.ArgumentParser(
+        prog="kanon-duckdb report", description="Anonymize a table for several algorithms and k, "
+        "measure utility, and write CSV, PNG plots and an HTML page."))
+    args = parser.parse_args(argv)
+    try:
+        run_report(args)
+    except (KanonError, duckdb.Error) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

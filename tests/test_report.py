@@ -1,0 +1,149 @@
+"""Report: end to end on a 2,000-row Adult sample (CSV, DuckDB table, PNGs, HTML), CM, errors."""
+import csv
+import os
+
+import pytest
+
+import kanon_duckdb
+from kanon_duckdb import report
+from kanon_duckdb.algorithms import registry
+from kanon_duckdb.errors import InvalidParameterError
+
+pytest.importorskip("matplotlib")
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _algos():
+    names = list(registry())
+    second = next((a for a in ("kmember", "datafly", "optimal") if a in names and a != "mondrian"),
+                  None)
+    return ["mondrian"] + ([second] if second else [])
+
+
+@pytest.fixture(scope="module")
+def adult_con():
+    from test_ml_utility import load_adult_sample  # same Adult loader (example or raw file)
+    con = kanon_duckdb.connect()
+    load_adult_sample(con, n=100)
+    yield con
+    con.close()
+
+
+@pytest.fixture(scope="module")
+def small_report(adult_con, tmp_path_factory):
+    out = tmp_path_factory.mktemp("report")
+    algos = _algos()
+    res = report.build_report(adult_con, "adult", algos, [5, 10], str(out), sample=2000,
+                              queries=100, seed=0)
+    return res, algos, out
+
+
+def test_report_writes_csv_with_one_row_per_algo_and_k(small_report):
+    res, algos, out = small_report
+    with open(res["csv"]) as f:
+        rows = list(csv.DictReader(f))
+    assert [(r["algo"], int(r["k"])) for r in rows] == [(a, k) for a in algos for k in (5, 10)]
+    assert list(rows[0]) == list(report.COLUMNS)
+    for r in rows:
+        assert r["error"] == ""
+        assert int(r["n_rows"]) == 2000
+        assert 0 <= float(r["gcp"]) <= 1 and 0 <= float(r["gen_total_il"]) <= 1
+        assert float(r["cavg"]) >= 1.0 - 1e-9  # every class has >= k rows
+        assert int(r["dm"]) >= int(r["k"]) * 2000
+        assert 0 <= float(r["cm"]) <= 1
+        assert float(r["seconds"]) > 0
+    # more privacy, more loss (per algorithm)
+    for a in algos:
+        g = {int(r["k"]): float(r["gcp"]) for r in rows if r["algo"] == a}
+        assert g[10] >= g[5]
+
+
+def test_report_table_matches_csv(adult_con, small_report):
+    res, algos, _ = small_report
+    got = adult_con.execute("SELECT algo, k, classes, dm FROM kanon_report ORDER BY rowid").fetchall()
+    assert [(a, k) for a, k, _, _ in got] == [(a, k) for a in algos for k in (5, 10)]
+    assert [(r["classes"], r["dm"]) for r in res["rows"]] == [(c, d) for _, _, c, d in got]
+
+
+def test_report_writes_pngs_and_html_that_shows_them(small_report):
+    res, _, out = small_report
+    for metric in ("gcp", "gen_total_il", "dm", "cavg", "cm", "seconds", "overview"):
+        path = res["plots"][metric]
+        assert os.path.dirname(path) == str(out)
+        with open(path, "rb") as f:
+            assert f.read(8) == PNG_MAGIC
+    page = open(res["html"], encoding="utf-8").read()
+    for path in res["plots"].values():
+        assert f"src='{os.path.basename(path)}'" in page
+    assert "<table>" in page and "kanon_report.csv" in page
+
+
+def test_report_query_error_column_follows_the_workload_macros(adult_con, small_report):
+    res, _, _ = small_report
+    have = {r[0] for r in adult_con.execute(
+        "SELECT function_name FROM duckdb_functions() WHERE function_name IN "
+        "('query_workload', 'workload_error')").fetchall()}
+    values = [r.get("query_error") for r in res["rows"]]
+    if have == {"query_workload", "workload_error"}:
+        assert all(v is not None and v >= 0 for v in values)
+        assert "query_error" in res["plots"]
+    else:
+        assert all(v is None for v in values)
+        assert any("query error" in n for n in res["notes"])
+
+
+def test_failed_run_is_a_row_not_an_abort(adult_con, tmp_path):
+    # k = 500 on a 100-row table is infeasible; k = 5 still runs
+    adult_con.execute("CREATE OR REPLACE TABLE tiny AS SELECT * FROM adult_s")
+    res = report.build_report(adult_con, "tiny", ["mondrian"], [5, 500], str(tmp_path),
+                              queries=0, plots=False, warmup=False)
+    assert [r["k"] for r in res["rows"]] == [5, 500]
+    assert res["rows"][0].get("error") is None and res["rows"][0]["gcp"] is not None
+    assert "500" in res["rows"][1]["error"]
+    assert os.path.exists(res["csv"]) and os.path.exists(res["html"])
+
+
+def test_cm_fallback_sql_on_a_hand_made_table(adult_con):
+    # class 0: labels a,a,b -> 1 off-majority; class 1: c,c -> 0; class 2 suppressed (2 rows) -> 2
+    adult_con.execute(
+        "CREATE OR REPLACE TABLE cm_t AS SELECT * FROM (VALUES (1, 0, 'a', false), (1, 0, 'a', false), "
+        "(1, 0, 'b', false), (1, 1, 'c', false), (1, 1, 'c', false), (1, 2, 'a', true), "
+        "(1, 2, 'a', true)) v(kanon_run, ec, y, suppressed)")
+    assert adult_con.execute(report._cm_sql('"cm_t"', "y")).fetchall()[0][0] == pytest.approx(3 / 7)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"algos": ["no_such_algo"]}, "unknown algo"),
+    ({"ks": []}, "no k values"),
+    ({"ks": [0]}, "k=0"),
+    ({"label": "nope"}, "label column"),
+    ({"qi": ["age", "zzz"]}, "zzz"),
+    ({"sample": 0}, "sample"),
+])
+def test_bad_arguments_are_named(adult_con, tmp_path, kwargs, match):
+    args = {"algos": ["mondrian"], "ks": [5]}
+    args.update(kwargs)
+    with pytest.raises(InvalidParameterError, match=match):
+        report.build_report(adult_con, "adult_s", args.pop("algos"), args.pop("ks"), str(tmp_path),
+                            **args)
+
+
+def test_command_line_main(tmp_path, capsys, monkeypatch):
+    db = str(tmp_path / "r.duckdb")
+    con = kanon_duckdb.connect(db)
+    con.execute("CREATE TABLE t AS SELECT (i % 37)::INTEGER AS a, (i % 11)::INTEGER AS b, "
+                "CASE WHEN i % 3 = 0 THEN 'x' ELSE 'y' END AS lab FROM range(300) r(i)")
+    con.close()
+    out = tmp_path / "rep"
+    rc = report.main(["--db", db, "--table", "t", "--algos", "mondrian", "--k", "2,4",
+                      "--label", "lab", "--queries", "0", "--out", str(out)])
+    assert rc == 0
+    assert "index.html" in capsys.readouterr().out
+    assert (out / "kanon_report.csv").exists() and (out / "gcp.png").exists()
+    con = kanon_duckdb.connect(db)
+    try:
+        assert con.execute("SELECT count(*) FROM kanon_report").fetchall()[0][0] == 2
+    finally:
+        con.close()
+    assert report.main(["--db", db, "--table", "missing", "--out", str(out)]) == 2
