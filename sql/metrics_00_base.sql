@@ -1,0 +1,193 @@
+-- Metrics, part 0: building blocks the metric macros read (pure SQL over the anonymized table,
+-- kanon_runs and kanon_taxonomy; nothing cached, so a metric is right after any edit of the table
+-- or of a tree).
+--
+-- Which columns of an anonymized table publish which QI is data (kanon_runs row of the table's
+-- kanon_run); __kanon_meta(tbl) (udfs/metrics.py, folded at bind time) returns the names:
+--   num_qi (numeric QIs c, published as lo_cols[i] = c_min, hi_cols[i] = c_max) and cat_qi.
+-- The padding columns (__kanon_pad_*) keep every COLUMNS(...) non-empty (an empty one is a bind
+-- error when a run has no numeric or no categorical QI); slices [:d] cut them off again.
+--
+-- NCP (normalized certainty penalty, Xu et al. 2006) of a published value:
+--   numeric     (c_max - c_min) / (global max - global min), the global range being
+--               min(c_min)..max(c_max) over the table (ranges are truthful, so it is the raw
+--               range); 0 when the global range is empty; a NULL range (class holding a NULL,
+--               "any value") counts 1.
+--   categorical 0 if the label's node covers one leaf, else leaves(node) / leaves(root), leaves
+--               counted in the TREE of kanon_taxonomy (leaves absent from the data count). A NULL
+--               label (the NULL policy's own leaf) counts 0. A QI without a tree in kanon_taxonomy
+--               has the implicit flat tree value -> '*': '*' counts 1, any other label 0.
+--   suppressed rows count 1 on every QI, whatever they publish.
+-- Height ratio (Byun et al. 2007): numeric as NCP; categorical height(subtree of the label) /
+--   height(tree) (flat tree: '*' 1, other labels 0).
+
+-- kanon_taxonomy_nodes(): one row per (attr, node) of every tree in kanon_taxonomy with depth
+-- (edges from the root), n_leaves (leaves below it, itself if a leaf), sub_height (height of its
+-- subtree, 0 for a leaf), root_leaves and height (of the whole tree).
+CREATE OR REPLACE MACRO kanon_taxonomy_nodes() AS TABLE
+WITH RECURSIVE edges AS (
+    SELECT DISTINCT attr, child, parent FROM kanon_taxonomy WHERE child IS NOT NULL
+),
+leaves AS (
+    SELECT DISTINCT e.attr, e.child AS leaf FROM edges e
+    WHERE NOT EXISTS (SELECT 1 FROM edges p WHERE p.attr = e.attr AND p.parent = e.child)
+),
+up(attr, leaf, node, dist) AS (
+    SELECT attr, leaf, leaf, 0 FROM leaves
+    UNION ALL
+    SELECT u.attr, u.leaf, e.parent, u.dist + 1
+    FROM up u JOIN edges e ON e.attr = u.attr AND e.child = u.node
+    WHERE e.parent IS NOT NULL AND u.dist < 1000   -- a cycle stops here instead of looping
+),
+paths AS (
+    SELECT attr, leaf, node, dist, max(dist) OVER (PARTITION BY attr, leaf) AS leaf_depth FROM up
+),
+nodes AS (
+    SELECT attr, node, min(leaf_depth - dist) AS depth, count(*) AS n_leaves,
+           max(dist) AS sub_height
+    FROM paths GROUP BY attr, node
+)
+SELECT attr, node, depth, n_leaves, sub_height,
+       max(n_leaves) OVER (PARTITION BY attr) AS root_leaves,
+       max(sub_height) OVER (PARTITION BY attr) AS height
+FROM nodes;
+
+-- kanon_label_ncp(tbl): NCP and height ratio of every label a categorical QI of `tbl` can publish
+-- (every node of its tree, or '*' of the implicit flat tree), with has_tree.
+CREATE OR REPLACE MACRO kanon_label_ncp(tbl) AS TABLE
+WITH qis AS (SELECT unnest(__kanon_meta(tbl).cat_qi) AS qi),
+tree AS (
+    SELECT * FROM kanon_taxonomy_nodes() WHERE list_contains(__kanon_meta(tbl).cat_qi, attr)
+)
+SELECT t.attr AS qi, t.node AS label, true AS has_tree,
+       CASE WHEN t.n_leaves <= 1 THEN 0.0 ELSE t.n_leaves / t.root_leaves END AS ncp,
+       CASE WHEN t.height = 0 THEN 0.0 ELSE t.sub_height / t.height END AS height_ratio
+FROM tree t
+UNION ALL
+SELECT qi, '*', false, 1.0, 1.0 FROM qis WHERE qi NOT IN (SELECT attr FROM tree);
+
+-- kanon_qi_loss(tbl): one row per QI of the anonymized table `tbl`:
+--   qi, kind ('numeric' | 'categorical'), n (rows), ncp_sum (sum over rows of the NCP of the
+--   row's published value), ncp (= ncp_sum / n, the mean NCP, as kanon_runs.qi_loss),
+--   il_sum (sum over rows of the height ratio).
+-- One pass over the table, grouped by the suppressed flag: numeric sum(c_max) - sum(c_min) is the
+-- sum of the spans; categorical a histogram of the labels joined with kanon_label_ncp.
+CREATE OR REPLACE MACRO kanon_qi_loss(tbl) AS TABLE
+WITH agg AS (
+    SELECT suppressed AS __kanon_sup, count(*) AS __kanon_n,
+        sum(COLUMNS(lambda x: x IN ('__kanon_pad_lo', '__kanon_pad_hi')
+                              OR list_contains(__kanon_meta(tbl).lo_cols, x)
+                              OR list_contains(__kanon_meta(tbl).hi_cols, x)))::DOUBLE AS 'sum_\0',
+        count(COLUMNS(lambda x: x = '__kanon_pad_lo' OR list_contains(__kanon_meta(tbl).lo_cols, x)))
+            AS 'cnt_\0',
+        min(COLUMNS(lambda x: x = '__kanon_pad_lo' OR list_contains(__kanon_meta(tbl).lo_cols, x)))
+            ::DOUBLE AS 'min_\0',
+        max(COLUMNS(lambda x: x = '__kanon_pad_hi' OR list_contains(__kanon_meta(tbl).hi_cols, x)))
+            ::DOUBLE AS 'max_\0',
+        histogram(COLUMNS(lambda x: x = '__kanon_pad_cat' OR list_contains(__kanon_meta(tbl).cat_qi, x)))
+            AS 'hist_\0'
+    FROM (SELECT *, NULL::DOUBLE AS __kanon_pad_lo, NULL::DOUBLE AS __kanon_pad_hi,
+                 NULL::VARCHAR AS __kanon_pad_cat
+          FROM query_table(tbl))
+    GROUP BY suppressed
+),
+lists AS (
+    SELECT coalesce(__kanon_sup, false) AS sup, __kanon_n AS n,
+        list_value(*COLUMNS(lambda x: starts_with(x, 'sum_') AND (x = 'sum___kanon_pad_lo'
+            OR list_contains(__kanon_meta(tbl).lo_cols, substr(x, 5))))) AS sum_lo,
+        list_value(*COLUMNS(lambda x: starts_with(x, 'sum_') AND (x = 'sum___kanon_pad_hi'
+            OR list_contains(__kanon_meta(tbl).hi_cols, substr(x, 5))))) AS sum_hi,
+        list_value(*COLUMNS(lambda x: starts_with(x, 'cnt_'))) AS cnt,
+        list_value(*COLUMNS(lambda x: starts_with(x, 'min_'))) AS glo,
+        list_value(*COLUMNS(lambda x: starts_with(x, 'max_'))) AS ghi,
+        list_value(*COLUMNS(lambda x: starts_with(x, 'hist_'))) AS hist
+    FROM agg
+),
+num AS (
+    SELECT sup, n, unnest(__kanon_meta(tbl).num_qi) AS qi,
+           unnest(sum_lo[:len(__kanon_meta(tbl).num_qi)]) AS sum_lo,
+           unnest(sum_hi[:len(__kanon_meta(tbl).num_qi)]) AS sum_hi,
+           unnest(cnt[:len(__kanon_meta(tbl).num_qi)]) AS cnt,
+           unnest(glo[:len(__kanon_meta(tbl).num_qi)]) AS glo,
+           unnest(ghi[:len(__kanon_meta(tbl).num_qi)]) AS ghi
+    FROM lists
+),
+num_rng AS (   -- global range over every row (suppressed rows publish the root / NULL range)
+    SELECT *, min(glo) OVER (PARTITION BY qi) AS rlo, max(ghi) OVER (PARTITION BY qi) AS rhi
+    FROM num
+),
+num_loss AS (
+    SELECT qi, 'numeric' AS kind, sum(n) AS n,
+           sum(CASE WHEN sup THEN n
+                    ELSE (CASE WHEN rhi > rlo THEN (sum_hi - sum_lo) / (rhi - rlo) ELSE 0.0 END)
+                         + (n - cnt)   -- NULL ranges
+               END) AS ncp_sum
+    FROM num_rng GROUP BY qi
+),
+cat AS (
+    SELECT sup, n, unnest(__kanon_meta(tbl).cat_qi) AS qi,
+           unnest(hist[:len(__kanon_meta(tbl).cat_qi)]) AS hist
+    FROM lists
+),
+cat_counts AS (
+    SELECT qi, unnest(map_keys(hist))::VARCHAR AS label, unnest(map_values(hist)) AS cnt
+    FROM cat WHERE NOT sup
+),
+label_ncp AS (FROM kanon_label_ncp(tbl)),
+cat_part AS (
+    SELECT c.qi,
+        sum(c.cnt * CASE
+            WHEN l.qi IS NOT NULL THEN l.ncp
+            WHEN c.qi IN (SELECT qi FROM label_ncp WHERE has_tree) THEN
+                error('label ''' || c.label || ''' of categorical QI ''' || c.qi
+                      || ''' is not a node of its tree in kanon_taxonomy')
+            ELSE 0.0 END) AS ncp_part,
+        sum(c.cnt * coalesce(l.height_ratio, 0.0)) AS il_part
+    FROM cat_counts c LEFT JOIN label_ncp l ON l.qi = c.qi AND l.label = c.label
+    GROUP BY c.qi
+),
+cat_loss AS (
+    SELECT cat.qi, 'categorical' AS kind, sum(cat.n) AS n,
+           sum(CASE WHEN cat.sup THEN cat.n ELSE coalesce(p.ncp_part, 0) END) AS ncp_sum,
+           sum(CASE WHEN cat.sup THEN cat.n ELSE coalesce(p.il_part, 0) END) AS il_sum
+    FROM cat LEFT JOIN cat_part p ON p.qi = cat.qi
+    GROUP BY cat.qi
+)
+SELECT qi, kind, n, ncp_sum, ncp_sum / n AS ncp, ncp_sum AS il_sum FROM num_loss
+UNION ALL
+SELECT qi, kind, n, ncp_sum, ncp_sum / n, il_sum FROM cat_loss;
+
+-- kanon_classes(tbl): one row per class (distinct ec): run_id, ec, size, suppressed, and the
+-- published values as lists: lo / hi DOUBLE[] aligned with __kanon_meta(tbl).num_qi, labels
+-- VARCHAR[] aligned with __kanon_meta(tbl).cat_qi.
+CREATE OR REPLACE MACRO kanon_classes(tbl) AS TABLE
+WITH src AS (
+    SELECT *, NULL::DOUBLE AS __kanon_pad_lo, NULL::DOUBLE AS __kanon_pad_hi,
+           NULL::VARCHAR AS __kanon_pad_cat
+    FROM query_table(tbl)
+),
+cls AS (
+    SELECT ec AS __kanon_ec, count(*) AS __kanon_size, bool_or(suppressed) AS __kanon_sup,
+        any_value(COLUMNS(lambda x: x IN ('__kanon_pad_lo', '__kanon_pad_hi', '__kanon_pad_cat')
+                          OR list_contains(__kanon_meta(tbl).lo_cols, x)
+                          OR list_contains(__kanon_meta(tbl).hi_cols, x)
+                          OR list_contains(__kanon_meta(tbl).cat_qi, x)))
+    FROM src
+    GROUP BY ec
+),
+lists AS (
+    SELECT __kanon_ec, __kanon_size, __kanon_sup,
+        list_value(*COLUMNS(lambda x: x = '__kanon_pad_lo'
+                            OR list_contains(__kanon_meta(tbl).lo_cols, x))) AS __kanon_lo,
+        list_value(*COLUMNS(lambda x: x = '__kanon_pad_hi'
+                            OR list_contains(__kanon_meta(tbl).hi_cols, x))) AS __kanon_hi,
+        list_value(*COLUMNS(lambda x: x = '__kanon_pad_cat'
+                            OR list_contains(__kanon_meta(tbl).cat_qi, x))) AS __kanon_labels
+    FROM cls
+)
+SELECT __kanon_meta(tbl).run_id AS run_id, __kanon_ec AS ec, __kanon_size AS size,
+       __kanon_sup AS suppressed,
+       (__kanon_lo::DOUBLE[])[:len(__kanon_meta(tbl).num_qi)] AS lo,
+       (__kanon_hi::DOUBLE[])[:len(__kanon_meta(tbl).num_qi)] AS hi,
+       (__kanon_labels::VARCHAR[])[:len(__kanon_meta(tbl).cat_qi)] AS labels
+FROM lists;

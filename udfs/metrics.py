@@ -1,0 +1,190 @@
+"""Column look-ups for the SQL metrics (sql/metrics_*.sql, sql/privacy.sql).
+
+The metrics themselves are SQL macros. A macro cannot name columns that depend on data, and which
+columns of an anonymized table are quasi-identifiers is data: it is recorded in ``kanon_runs`` for
+the run in the table's ``kanon_run`` column. These two deterministic UDFs, folded at bind time
+(constant arguments), give the macros the column names to use inside ``COLUMNS(lambda ...)``:
+
+- ``__kanon_meta(tbl)`` -> STRUCT(run_id, k, num_qi, cat_qi, lo_cols, hi_cols): the run of an
+  anonymized table and its QIs as they appear in the table, in table order: numeric QI ``c``
+  published as ``c_min``/``c_max`` (``lo_cols[i]``/``hi_cols[i]`` belong to ``num_qi[i]``),
+  categorical QI ``c`` as ``c``. Errors name the problem: not a k_anonymize output, a table mixing
+  several runs, a QI column missing.
+- ``__kanon_qi_cols(tbl, qi)`` -> STRUCT(cols, sup_col): the columns to group by for the privacy
+  checks, for a raw or an anonymized table: ``c`` when the table has it, else ``c_min`` and
+  ``c_max``; ``sup_col`` is ``'suppressed'`` for an anonymized table (suppressed rows are left out
+  of the classes) and ``'__kanon_nosup'`` (a constant FALSE column the macros add) otherwise.
+- ``__kanon_column(tbl, name)`` -> VARCHAR: the stored name of one column (a sensitive attribute,
+  a class label), or an error listing the table's columns.
+
+Like every kanon-duckdb UDF they read through a cursor, which does not see TEMP tables or
+uncommitted changes of the caller's transaction.
+
+A metric macro names these UDFs many times (each COLUMNS lambda), and DuckDB folds each occurrence
+separately, so answers are memoized per (arguments, catalog version): any statement that can
+change what a name binds to (CREATE/DROP/INSERT ...) starts afresh. Without the connection's
+``_catalog_version`` (a DuckDB 2.0 Python API) nothing is memoized.
+"""
+from __future__ import annotations
+
+import pyarrow as pa
+
+from kanon_duckdb.errors import InvalidParameterError, UnknownObjectError
+from kanon_duckdb.sqlutil import quote_ident, resolve_table, table_columns
+
+from ._compat import first_value, replace_function
+
+META_TYPE = ("STRUCT(run_id BIGINT, k BIGINT, num_qi VARCHAR[], cat_qi VARCHAR[], "
+             "lo_cols VARCHAR[], hi_cols VARCHAR[])")
+QI_COLS_TYPE = "STRUCT(cols VARCHAR[], sup_col VARCHAR)"
+_ANON_COLS = ("ec", "kanon_run", "suppressed")
+
+
+def _columns(cur, tbl):
+    _, qualified = resolve_table(cur, tbl, include_views=True)
+    return qualified, [c for c, _ in table_columns(cur, qualified)]
+
+
+def anonymized_meta(cur, tbl: str) -> dict:
+    """The run and QI column names of an anonymized table (see the module docstring)."""
+    qualified, cols = _columns(cur, tbl)
+    missing = [c for c in _ANON_COLS if c not in cols]
+    if missing:
+        raise InvalidParameterError(
+            f"table '{tbl}' is not an output of k_anonymize (no column {', '.join(missing)}); "
+            f"the utility metrics need its ec, suppressed and kanon_run columns")
+    runs = [r[0] for r in cur.execute(
+        f"SELECT DISTINCT kanon_run FROM {qualified} WHERE kanon_run IS NOT NULL LIMIT 2").fetchall()]
+    if not runs:
+        raise InvalidParameterError(f"table '{tbl}' is empty or has no kanon_run value")
+    if len(runs) > 1:
+        raise InvalidParameterError(
+            f"table '{tbl}' mixes rows of several runs (kanon_run {runs[0]}, {runs[1]}, ...); "
+            f"measure one run per table")
+    found = cur.execute(
+        "SELECT k, numeric_qi, categorical_qi FROM kanon_runs WHERE run_id = ?", [runs[0]]).fetchall()
+    if not found:
+        raise UnknownObjectError(
+            f"run {runs[0]} of table '{tbl}' is not recorded in kanon_runs (was the table made in "
+            f"another database?)")
+    k, num, cat = found[0]
+    num, cat = list(num or []), list(cat or [])
+    need = [f"{c}_min" for c in num] + [f"{c}_max" for c in num] + cat
+    absent = [c for c in need if c not in cols]
+    if absent:
+        raise InvalidParameterError(
+            f"table '{tbl}' lacks the published QI column(s) {', '.join(absent)} of run {runs[0]}")
+    pos = {c: i for i, c in enumerate(cols)}
+    num_qi = sorted(num, key=lambda c: pos[f"{c}_min"])
+    if sorted(num, key=lambda c: pos[f"{c}_max"]) != num_qi:
+        raise InvalidParameterError(
+            f"table '{tbl}': the _min and _max columns of its numeric QIs are in different orders; "
+            f"keep each QI's c_min/c_max in the same relative order as k_anonymize wrote them")
+    cat_qi = sorted(cat, key=lambda c: pos[c])
+    return {"run_id": int(runs[0]), "k": int(k), "num_qi": num_qi, "cat_qi": cat_qi,
+            "lo_cols": [f"{c}_min" for c in num_qi], "hi_cols": [f"{c}_max" for c in num_qi]}
+
+
+def qi_columns(cur, tbl: str, qi) -> dict:
+    """Columns that publish the QIs ``qi`` in ``tbl`` (raw or anonymized), plus the suppressed flag."""
+    if qi is None or isinstance(qi, str) or not list(qi):
+        raise InvalidParameterError(
+            "qi must be a non-empty list of column names, e.g. qi := ['age', 'sex']")
+    _, cols = _columns(cur, tbl)
+    lower = {c.lower(): c for c in cols}
+    out = []
+    for q in qi:
+        if q is None:
+            raise InvalidParameterError("qi contains NULL; pass column names")
+        real = q if q in cols else lower.get(q.lower())
+        if real is not None:
+            out.append(real)
+            continue
+        lo, hi = lower.get(f"{q}_min".lower()), lower.get(f"{q}_max".lower())
+        if lo is not None and hi is not None:
+            out += [lo, hi]
+            continue
+        shown = ", ".join(cols[:30]) + (", ..." if len(cols) > 30 else "")
+        raise UnknownObjectError(
+            f"quasi-identifier '{q}' is not a column of table '{tbl}' (nor are '{q}_min' and "
+            f"'{q}_max'); its columns are: {shown}")
+    anonymized = "suppressed" in cols and "kanon_run" in cols
+    return {"cols": out, "sup_col": "suppressed" if anonymized else "__kanon_nosup"}
+
+
+class _Memo:
+    """Answers keyed by (arguments, catalog version); a few entries only."""
+
+    def __init__(self, con, size=16):
+        self._con, self._size, self._store = con, size, {}
+
+    def version(self):
+        fn = getattr(self._con, "_catalog_version", None)
+        try:
+            return fn() if fn is not None else None
+        except Exception:  # pragma: no cover - API absent or connection closed
+            return None
+
+    def get(self, key, compute):
+        v = self.version()
+        if v is None:
+            return compute()
+        full = (v,) + key
+        if full not in self._store:
+            if len(self._store) >= self._size:
+                self._store.clear()
+            self._store[full] = compute()
+        return self._store[full]
+
+
+def _with_cursor(con, fn, *args):
+    cur = con.cursor()
+    try:
+        return fn(cur, *args)
+    finally:
+        cur.close()
+
+
+def one_column(cur, tbl: str, name) -> str:
+    """Stored name of column ``name`` of ``tbl`` (case-insensitive), else UnknownObjectError."""
+    if not isinstance(name, str) or not name:
+        raise InvalidParameterError(f"expected a column name, got {name!r}")
+    _, cols = _columns(cur, tbl)
+    if name in cols:
+        return name
+    low = [c for c in cols if c.lower() == name.lower()]
+    if len(low) == 1:
+        return low[0]
+    shown = ", ".join(cols[:30]) + (", ..." if len(cols) > 30 else "")
+    raise UnknownObjectError(f"column '{name}' is not a column of table '{tbl}'; its columns are: {shown}")
+
+
+def register_metric_udfs(con) -> None:
+    memo = _Memo(con)
+
+    def kanon_meta(tbl):
+        name = first_value(tbl)
+        meta = memo.get(("meta", name), lambda: _with_cursor(con, anonymized_meta, name))
+        return pa.array([meta] * len(tbl), type=pa.struct([
+            ("run_id", pa.int64()), ("k", pa.int64()), ("num_qi", pa.list_(pa.string())),
+            ("cat_qi", pa.list_(pa.string())), ("lo_cols", pa.list_(pa.string())),
+            ("hi_cols", pa.list_(pa.string()))]))
+
+    def kanon_qi_cols(tbl, qi):
+        name, cols = first_value(tbl), first_value(qi)
+        key = ("qi", name, None if cols is None else tuple(cols))
+        res = memo.get(key, lambda: _with_cursor(con, qi_columns, name, cols))
+        return pa.array([res] * len(tbl), type=pa.struct([
+            ("cols", pa.list_(pa.string())), ("sup_col", pa.string())]))
+
+    def kanon_column(tbl, name):
+        t, c = first_value(tbl), first_value(name)
+        res = memo.get(("col", t, c), lambda: _with_cursor(con, one_column, t, c))
+        return pa.array([res] * len(tbl), type=pa.string())
+
+    replace_function(con, "__kanon_column", kanon_column, ["VARCHAR", "VARCHAR"], "VARCHAR")
+    replace_function(con, "__kanon_meta", kanon_meta, ["VARCHAR"], META_TYPE)
+    replace_function(con, "__kanon_qi_cols", kanon_qi_cols, ["VARCHAR", "VARCHAR[]"], QI_COLS_TYPE)
+
+
+__all__ = ["register_metric_udfs", "anonymized_meta", "qi_columns", "quote_ident"]
