@@ -81,7 +81,8 @@ def _auto_numeric_tree(name, vals, is_int):
         pyvals = [float(v) for v in vals]
         labels = [repr(v) for v in pyvals]
         integral = all(float(v).is_integer() for v in pyvals)
-    lo, hi = builders._exact(pyvals[0]), builders._exact(pyvals[-1])
+    exact = [Fraction(v) if isinstance(v, int) else Fraction(repr(v)) for v in (pyvals[0], pyvals[-1])]
+    lo, hi = exact
     widths = builders.default_widths(lo, hi, integral) if hi > lo else []
     if widths:
         edges = builders.interval_edges(pyvals, widths, labels=labels, attr=name)
@@ -89,7 +90,7 @@ def _auto_numeric_tree(name, vals, is_int):
         edges = builders.flat_edges(labels, attr=name)
     tree = build_index(name, edges)
     leaf_of_value = np.array([tree.leaf_of_label[lab] for lab in labels], dtype=np.int32)
-    return tree, leaf_of_value, [float(w) if Fraction(w).denominator != 1 else int(w) for w in widths]
+    return tree, leaf_of_value, [int(w) if w.denominator == 1 else float(w) for w in widths]
 
 
 def numeric_tree(data: QIData, j: int):

@@ -27,7 +27,7 @@ from . import _kernels as K
 from .checker import NodeChecker
 
 FEAS, INFEAS, PRUNED, EVAL = 1, 2, 4, 8
-MAX_NODES = 20_000_000
+MAX_NODES = 5_000_000
 
 
 def search(ch: NodeChecker, progress=None):
@@ -46,19 +46,19 @@ def search(ch: NodeChecker, progress=None):
                 f"the lattice has more than {MAX_NODES:,} nodes above the per-QI minimum levels; "
                 f"algo := 'optimal' cannot search it exhaustively. Use algo := 'kgen' (or fewer QIs)")
     idx = np.arange(M, dtype=np.int64)
-    digits = [(idx // strides[j]) % radix[j] for j in range(d)]
     height = np.zeros(M, dtype=np.int64)
-    for j in range(d):
-        height += digits[j]
     lb = np.zeros(M)
-    if ch.loss_name in ("log", "gcp"):
-        base = ch.static_bound(tuple(int(x) for x in lo))
-        lb += base
-        for j in range(d):
+    additive = ch.loss_name in ("log", "gcp")
+    base = ch.static_bound(tuple(int(x) for x in lo))
+    lb += base
+    for j in range(d):
+        digit = (idx // strides[j]) % radix[j]
+        height += digit
+        if additive:
             table = np.array([ch.static_bound(_unit(j, L, lo)) - base
                               for L in range(lo[j], hi[j] + 1)])
-            lb += table[digits[j]]
-    del digits
+            lb += table[digit]
+    del idx
     order = np.lexsort((height, lb))
     status = np.zeros(M, dtype=np.uint8)
     monotone = ch.loss_is_monotone
