@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import math
+import os
 import shutil
 import sys
 import unicodedata
@@ -29,11 +30,14 @@ _BOX = {"tl": "┌", "tm": "┬", "tr": "┐", "ml": "├", "mm": "┼", "mr": "
         "br": "┘", "h": "─", "v": "│"}
 
 
-def terminal_width(default: int = 120) -> int:
-    """Width of the terminal on stdout, or ``default`` when stdout is not a terminal."""
+def terminal_width(default: int = 200) -> int:
+    """Width of the terminal on stdout; ``$COLUMNS`` or ``default`` when stdout is not a terminal."""
     if sys.stdout.isatty():
         return max(40, shutil.get_terminal_size((default, 24)).columns)
-    return default
+    try:
+        return max(40, int(os.environ["COLUMNS"]))
+    except (KeyError, ValueError):
+        return default
 
 
 def _is_number(v) -> bool:
