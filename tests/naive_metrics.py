@@ -1,0 +1,259 @@
+"""Brute-force Python references for the SQL metrics (sql/metrics_*.sql, sql/privacy.sql).
+
+Straight from the definitions in DESIGN.md, row by row, with no shared code with the macros.
+``load(con, tbl)`` fetches the anonymized table, its kanon_runs row and the taxonomy edges.
+"""
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter, defaultdict
+
+
+class Tree:
+    """A taxonomy from (child, parent) edges: leaves, depth, subtree height per node."""
+
+    def __init__(self, edges):
+        self.parent = {}
+        children = defaultdict(list)
+        nodes = set()
+        for c, p in edges:
+            nodes.add(c)
+            if p is not None:
+                nodes.add(p)
+                self.parent[c] = p
+                if c not in children[p]:
+                    children[p].append(c)
+        self.root = next(n for n in nodes if n not in self.parent)
+        self.children = children
+        self.nodes = nodes
+
+    def leaves(self, u):
+        ch = self.children.get(u)
+        return 1 if not ch else sum(self.leaves(c) for c in ch)
+
+    def sub_height(self, u):
+        ch = self.children.get(u)
+        return 0 if not ch else 1 + max(self.sub_height(c) for c in ch)
+
+    def depth(self, u):
+        d = 0
+        while u in self.parent:
+            u = self.parent[u]
+            d += 1
+        return d
+
+
+def load(con, tbl):
+    cur = con.cursor()
+    rel = cur.sql(f'SELECT * FROM "{tbl}"')
+    cols = rel.columns
+    rows = [dict(zip(cols, r)) for r in rel.fetchall()]
+    run_id = rows[0]["kanon_run"]
+    rc = cur.execute("SELECT * FROM kanon_runs WHERE run_id = ?", [run_id])
+    names = [d[0] for d in rc.description]
+    run = dict(zip(names, rc.fetchall()[0]))
+    edges = defaultdict(list)
+    for a, c, p in cur.execute("SELECT attr, child, parent FROM kanon_taxonomy").fetchall():
+        edges[a].append((c, p))
+    cur.close()
+    trees = {a: Tree(e) for a, e in edges.items()}
+    return rows, run, trees
+
+
+def _num_range(rows, q):
+    los = [r[f"{q}_min"] for r in rows if r[f"{q}_min"] is not None]
+    his = [r[f"{q}_max"] for r in rows if r[f"{q}_max"] is not None]
+    return (min(los), max(his)) if los else (None, None)
+
+
+def ncp(rows, run, trees, row, q, kind, height=False):
+    if row["suppressed"]:
+        return 1.0
+    if kind == "num":
+        lo, hi = row[f"{q}_min"], row[f"{q}_max"]
+        if lo is None or hi is None:
+            return 1.0
+        glo, ghi = _num_range(rows, q)
+        return (hi - lo) / (ghi - glo) if ghi > glo else 0.0
+    label = row[q]
+    if label is None:
+        return 0.0
+    t = trees.get(q)
+    if t is None:
+        return 1.0 if label == "*" else 0.0
+    if height:
+        h = t.sub_height(t.root)
+        return t.sub_height(label) / h if h else 0.0
+    n = t.leaves(label)
+    return 0.0 if n <= 1 else n / t.leaves(t.root)
+
+
+def qis(run):
+    return [(q, "num") for q in run["numeric_qi"]] + [(q, "cat") for q in run["categorical_qi"]]
+
+
+def gcp(con, tbl):
+    rows, run, trees = load(con, tbl)
+    d = qis(run)
+    return sum(ncp(rows, run, trees, r, q, k) for r in rows for q, k in d) / (len(rows) * len(d))
+
+
+def total_il(con, tbl):
+    rows, run, trees = load(con, tbl)
+    return sum(ncp(rows, run, trees, r, q, k, height=True) for r in rows for q, k in qis(run))
+
+
+def gen_total_il(con, tbl):
+    rows, run, _ = load(con, tbl)
+    return total_il(con, tbl) / (len(rows) * len(qis(run)))
+
+
+def classes(rows):
+    out = defaultdict(list)
+    for r in rows:
+        out[r["ec"]].append(r)
+    return out
+
+
+def discernibility(con, tbl):
+    rows, _, _ = load(con, tbl)
+    n = len(rows)
+    return sum(n if r["suppressed"] else sum(1 for s in rows if s["ec"] == r["ec"]) for r in rows)
+
+
+def cavg(con, tbl, k=None):
+    rows, run, _ = load(con, tbl)
+    kept = {r["ec"] for r in rows if not r["suppressed"]}
+    return len(rows) / len(kept) / (k or run["k"])
+
+
+def suppression(con, tbl):
+    rows, _, _ = load(con, tbl)
+    return sum(1 for r in rows if r["suppressed"]) / len(rows)
+
+
+def cm(con, tbl, label):
+    rows, _, _ = load(con, tbl)
+    bad = 0
+    for members in classes(rows).values():
+        if members[0]["suppressed"]:
+            bad += len(members)
+            continue
+        top = Counter(r[label] for r in members).most_common(1)[0][1]
+        bad += len(members) - top
+    return bad / len(rows)
+
+
+def _decimals(values):
+    x = 0
+    for v in values:
+        for d in range(7):
+            if abs(v - round(v, d)) < 1e-9:
+                x = max(x, d)
+                break
+        else:
+            x = 6
+    return x
+
+
+def info_loss(con, tbl):
+    rows, run, trees = load(con, tbl)
+    names = run["numeric_qi"] + run["categorical_qi"]
+    details = json.loads(run["details"] or "{}")
+    if "weight_names" in details:
+        names = details["weight_names"]
+    w = run["weights"] or [1.0 / len(names)] * len(names)
+    gamma = dict(zip(names, w))
+    total = 0.0
+    for q in run["numeric_qi"]:
+        glo, ghi = _num_range(rows, q)
+        vals = [r[f"{q}_{s}"] for r in rows for s in ("min", "max") if r[f"{q}_{s}"] is not None]
+        step = 10 ** _decimals(vals)
+        dom = step * (ghi - glo) + 1
+        for r in rows:
+            lo, hi = r[f"{q}_min"], r[f"{q}_max"]
+            if r["suppressed"] or lo is None:
+                total += gamma[q]
+            elif dom > 1:
+                total += gamma[q] * math.log(step * (hi - lo) + 1) / math.log(dom)
+    for q in run["categorical_qi"]:
+        t = trees.get(q)
+        for r in rows:
+            lab = r[q]
+            if r["suppressed"]:
+                v = 1.0
+            elif lab is None:
+                v = 0.0
+            elif t is None:
+                v = 1.0 if lab == "*" else 0.0
+            else:
+                nr = t.leaves(t.root)
+                v = 0.0 if nr <= 1 else math.log(t.leaves(lab)) / math.log(nr)
+            total += gamma[q] * v
+    return total
+
+
+def log_level_recorded(con, tbl):
+    _, run, _ = load(con, tbl)
+    det = json.loads(run["details"])
+    qs = run["numeric_qi"] + run["categorical_qi"]
+    return sum(det["node"][q] / det["height"][q] if det["height"][q] else 0.0 for q in qs) / len(qs)
+
+
+# ---- privacy checks: rows as dicts, grouped by the given columns --------------------------------
+
+def groups(rows, cols):
+    out = defaultdict(list)
+    for r in rows:
+        if r.get("suppressed") and "kanon_run" in r:
+            continue
+        out[tuple(r[c] for c in cols)].append(r)
+    return out
+
+
+def k_anonymity(rows, cols):
+    return min(len(g) for g in groups(rows, cols).values())
+
+
+def l_diversity(rows, cols, s):
+    dist, ent = [], []
+    for g in groups(rows, cols).values():
+        c = Counter(r[s] for r in g)
+        n = len(g)
+        dist.append(len(c))
+        ent.append(-sum(v / n * math.log(v / n) for v in c.values()))
+    return min(dist), math.exp(min(ent))
+
+
+def t_closeness(rows, cols, s, numeric):
+    gs = groups(rows, cols)
+    kept = [r for g in gs.values() for r in g]
+    n = len(kept)
+    glob = Counter(r[s] for r in kept)
+    values = sorted(glob)
+    m = len(values)
+    worst = 0.0
+    for g in gs.values():
+        c = Counter(r[s] for r in g)
+        q = [c.get(v, 0) / len(g) for v in values]
+        p = [glob[v] / n for v in values]
+        if numeric:
+            cum, emd = 0.0, 0.0
+            for qi, pi in zip(q, p):
+                cum += qi - pi
+                emd += abs(cum)
+            emd = emd / (m - 1) if m > 1 else 0.0
+        else:
+            emd = 0.5 * sum(abs(a - b) for a, b in zip(q, p))
+        worst = max(worst, emd)
+    return worst
+
+
+def reidentification_risk(rows, cols, threshold=0.2):
+    sizes = [len(g) for g in groups(rows, cols).values()]
+    n = sum(sizes)
+    return {"max_risk": 1 / min(sizes), "avg_risk": len(sizes) / n,
+            "records_at_risk": sum(s for s in sizes if 1 / s > threshold) / n,
+            "unique_share": sum(s for s in sizes if s == 1) / n,
+            "classes": len(sizes), "records": n}
