@@ -371,6 +371,8 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     d.add_argument("--param", action="append", type=_name_value, metavar="NAME=VALUE",
                    help="algorithm parameter (repeatable), e.g. --param max_suppression=0.02")
+    d.add_argument("--report", metavar="DIR",
+                   help="also write the report (metrics CSV, plots, index.html) to DIR")
 
     s = sub.add_parser("shell", help="SQL shell with every kanon-duckdb function registered",
                        description="Interactive SQL on a terminal (line editing, history in "
@@ -417,7 +419,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
-    args = parser.parse_args(argv)
+    if argv and argv[0] == "report":
+        # everything after "report" belongs to kanon_duckdb.report (argparse's REMAINDER would
+        # refuse a leading option such as --help)
+        args = argparse.Namespace(command="report", args=argv[1:])
+    else:
+        args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return 2
@@ -425,7 +432,7 @@ def main(argv=None) -> int:
         if args.command == "demo":
             from .demo import run_demo
             return run_demo(algo=args.algo, ks=args.k, qi=args.qi, db=args.db, seed=args.seed,
-                            params=dict(args.param or []))
+                            params=dict(args.param or []), report_dir=args.report)
         if args.command == "shell":
             from .shell import run_shell
             return run_shell(args.db, command=args.sql, bail=args.bail)

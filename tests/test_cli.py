@@ -50,6 +50,16 @@ def test_demo_small_k_prints_one_row_per_k():
     assert "nanobind" not in res.stderr
 
 
+@pytest.mark.slow
+def test_demo_report_option_writes_html(tmp_path):
+    if importlib.util.find_spec("kanon_duckdb.report") is None:
+        pytest.skip("kanon_duckdb.report is not present")
+    res = run_cli("demo", "--k", "50", "--report", str(tmp_path / "rep"))
+    assert res.returncode == 0, res.stderr
+    assert "report:" in res.stdout
+    assert (tmp_path / "rep" / "kanon_report.csv").exists()
+
+
 # ------------------------------------------------------------------------------------------
 # shell
 
