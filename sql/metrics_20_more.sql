@@ -106,9 +106,13 @@ CREATE OR REPLACE MACRO log_level(tbl) AS (
             FROM (SELECT details, unnest(list_concat(numeric_qi, categorical_qi)) AS q FROM run)
         )
     ),
-    cat AS (
+    use_recorded AS (
+        SELECT json_exists(details, '$.node') AND json_exists(details, '$.height') AS yes FROM run
+    ),
+    cat AS (   -- only read when nothing was recorded
         SELECT size, unnest(__kanon_meta(tbl).cat_qi) AS qi, unnest(labels) AS label
-        FROM kanon_classes(tbl) WHERE NOT suppressed
+        FROM kanon_classes(tbl)
+        WHERE NOT suppressed AND NOT (SELECT yes FROM use_recorded)
     ),
     nodes AS (
         SELECT attr AS qi, node AS label, depth, height FROM kanon_taxonomy_nodes()
@@ -125,8 +129,7 @@ CREATE OR REPLACE MACRO log_level(tbl) AS (
         )
     )
     SELECT CASE
-        WHEN (SELECT json_exists(details, '$.node') AND json_exists(details, '$.height') FROM run)
-            THEN (SELECT log FROM recorded)
+        WHEN (SELECT yes FROM use_recorded) THEN (SELECT log FROM recorded)
         WHEN len(__kanon_meta(tbl).num_qi) = 0 THEN (SELECT log FROM derived)
         ELSE NULL END
 );
