@@ -1,0 +1,52 @@
+"""BHA: the black-hole k-anonymization baseline of Kacha et al. 2021 (§4, "BHA-based k-anonymity").
+
+``algo := 'bha'``, parameters ``stars`` (default 3) and ``iterations`` (default 10).
+
+The same search as ``kab`` (``_blackhole.black_hole_search``) but from random k-anonymous
+clusterings and without any clustering heuristic: the paper only says records are placed randomly
+and the number of clusters is random. A random star here draws C uniformly in [1, floor(n/k)],
+shuffles the records, gives each cluster k of them and spreads the remaining n - C·k over
+uniformly random clusters. The move repair dissolves clusters below k (their records join the
+cheaper surviving home, as in kab) but never splits large clusters, so class sizes vary as the
+paper reports (C_avg > 1). Expect high loss: this is the baseline KAB improves on.
+
+Deterministic for a seed.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..base import Algorithm, Partition, QIData, no_progress
+from ._blackhole import black_hole_search
+from ._ncp import build_ncp_data
+
+
+def random_clustering(n: int, k: int, rng: np.random.Generator) -> np.ndarray:
+    """A random k-anonymous clustering with a random number of clusters; int64 labels (n,)."""
+    cmax = max(n // k, 1)
+    C = int(rng.integers(1, cmax + 1))
+    perm = rng.permutation(n)
+    lab = np.empty(n, dtype=np.int64)
+    lab[perm[:C * k]] = np.repeat(np.arange(C, dtype=np.int64), k)
+    rest = perm[C * k:]
+    lab[rest] = rng.integers(0, C, size=rest.shape[0])
+    return lab
+
+
+def run(data: QIData, k: int, seed: int, params: dict, progress=no_progress) -> Partition:
+    ds = build_ncp_data(data)
+    n, d = data.n, data.dn + data.dc
+    rng = np.random.default_rng(seed)
+
+    def init_star(r, _should_stop):
+        return random_clustering(n, k, r)
+
+    lab, info = black_hole_search(ds, n, d, k, rng, init_star, params["stars"],
+                                  params["iterations"], False, progress)
+    info["initializer"] = "random clustering (random number of clusters)"
+    return Partition(ec=lab.astype(np.int64), info=info)
+
+
+ENTRY = Algorithm("bha", run, "local", {"stars": 3, "iterations": 10},
+              "black-hole search over random clusterings (BHA baseline, Kacha et al. 2021)")
+ALGORITHMS = [ENTRY]

@@ -1,0 +1,150 @@
+"""Numba kernels of KAB's NCP-based clustering (Kacha et al. 2021, Fig. 2 "Algorithm 1").
+
+Algorithm 1 on a set of records ``ids`` (the whole table for an initial star, or one oversized
+cluster when the black-hole repair splits it):
+
+1. N = floor(m / k) clusters;
+2. pick a random unassigned record r (the next unassigned one in a seeded random order);
+3-5. the cluster is r plus the k-1 unassigned records closest to r (record distance eq. 3, i.e.
+   ``_ncp.pair_dist``; ties go to the record that comes first in the pool);
+6. repeat until N clusters exist; the m - N·k < k leftovers go each to the cluster whose seed
+   (the paper's "centroid" r) is closest.
+
+Every cluster therefore has between k and 2k-1 records. Cost O(m²/k · d).
+
+The state lives in arrays so the whole-table run can be done in chunks of clusters
+(``ncp_clustering_chunk``), letting the orchestrator report progress and honour Ctrl-C between
+kernel calls.
+"""
+import numpy as np
+from ..._numba_config import njit
+from ._ncp import leaf_costs_of_record, pair_dist, pair_dist_lc
+
+
+@njit
+def _dists_from(ds, r, pool, m, out, lc):
+    """out[i] = pair_dist(r, pool[i]) for i < m; lc float64 (sum of leaf counts,) scratch.
+
+    Serial on purpose: ~1 ms of work per call, too little for a parallel region to pay off.
+    """
+    leaf_costs_of_record(ds, r, lc)
+    for i in range(m):
+        out[i] = pair_dist_lc(ds, r, lc, pool[i])
+
+
+@njit
+def _remove_from_pool(pool, where, p, m):
+    """Swap-remove pool[p] (pool holds m records); ``where`` maps record -> pool position."""
+    last = pool[m - 1]
+    rec = pool[p]
+    pool[p] = last
+    where[last] = p
+    where[rec] = -1
+
+
+@njit
+def ncp_clustering_chunk(ds, pool, where, state, order, k, n_clusters, max_new, labels, seeds,
+                         dist_buf):
+    """Form up to ``max_new`` more clusters of Algorithm 1.
+
+    pool     int64 (m,)  IN/OUT unassigned records in pool[:state[0]]
+    where    int64 (n,)  IN/OUT position of a record in pool, -1 once assigned
+    state    int64 (3,)  IN/OUT [pool size, next position in ``order``, clusters formed so far]
+    order    int64 (m,)  IN     records in the seeded random order used to pick seeds
+    labels   int64 (n,)  OUT    cluster id (local, 0..n_clusters-1) of each assigned record
+    seeds    int64 (n_clusters,) OUT seed record of each cluster
+    dist_buf float64 (m,) scratch
+    Returns True when all n_clusters clusters exist (leftovers are not assigned yet).
+    """
+    made = 0
+    lc = np.empty(ds.leaf_off[-1])
+    while state[2] < n_clusters and made < max_new:
+        m = state[0]
+        # next unassigned record in the random order
+        while where[order[state[1]]] < 0:
+            state[1] += 1
+        r = order[state[1]]
+        state[1] += 1
+        c = state[2]
+        _remove_from_pool(pool, where, where[r], m)
+        m -= 1
+        labels[r] = c
+        seeds[c] = r
+        need = k - 1
+        if need > 0:
+            _dists_from(ds, r, pool, m, dist_buf, lc)
+            if need >= m:
+                thr = np.inf
+            else:
+                thr = np.partition(dist_buf[:m], need - 1)[need - 1]
+            # take every record strictly below thr, then records at thr in pool order
+            chosen = np.empty(need, dtype=np.int64)
+            nc = 0
+            for i in range(m):
+                if dist_buf[i] < thr:
+                    chosen[nc] = pool[i]
+                    nc += 1
+            for i in range(m):
+                if nc >= need:
+                    break
+                if dist_buf[i] == thr:
+                    chosen[nc] = pool[i]
+                    nc += 1
+            for t in range(nc):
+                rec = chosen[t]
+                _remove_from_pool(pool, where, where[rec], m)
+                m -= 1
+                labels[rec] = c
+        state[0] = m
+        state[2] = c + 1
+        made += 1
+    return state[2] >= n_clusters
+
+
+@njit
+def assign_leftovers(ds, pool, m, seeds, n_clusters, labels):
+    """Algorithm 1 last step: each leftover record joins the cluster with the closest seed."""
+    for i in range(m):
+        r = pool[i]
+        best = 0
+        bd = np.inf
+        for c in range(n_clusters):
+            dd = pair_dist(ds, r, seeds[c])
+            if dd < bd:
+                bd = dd
+                best = c
+        labels[r] = best
+
+
+@njit
+def ncp_clustering_subset(ds, ids, order_keys, k, labels, base):
+    """Algorithm 1 on the records ``ids`` in one call (used to split an oversized cluster).
+
+    order_keys float64 (n,): random key per record; seeds are picked in increasing key order.
+    Writes labels[ids] = base + local cluster id; returns the number of clusters formed.
+    """
+    m = ids.shape[0]
+    N = m // k
+    if N <= 1:
+        for i in range(m):
+            labels[ids[i]] = base
+        return 1
+    n = labels.shape[0]
+    keys = np.empty(m)
+    for i in range(m):
+        keys[i] = order_keys[ids[i]]
+    order = ids[np.argsort(keys, kind="mergesort")]
+    pool = ids.copy()
+    where = np.full(n, -1, dtype=np.int64)  # O(n) scratch; subsets are split rarely
+    for i in range(m):
+        where[pool[i]] = i
+    state = np.zeros(3, dtype=np.int64)
+    state[0] = m
+    seeds = np.empty(N, dtype=np.int64)
+    loc = np.empty(n, dtype=np.int64)
+    buf = np.empty(m)
+    ncp_clustering_chunk(ds, pool, where, state, order, k, N, N, loc, seeds, buf)
+    assign_leftovers(ds, pool, state[0], seeds, N, loc)
+    for i in range(m):
+        labels[ids[i]] = base + loc[ids[i]]
+    return N
