@@ -4,8 +4,10 @@
 -- each model is trained on the anonymized rows (generalized values encoded as range midpoints /
 -- taxonomy leaf-range midpoints) and on the raw rows of the same train side, and both are tested
 -- on held-out raw rows. One row per model:
---   model, accuracy_anon, f1_anon, accuracy_raw, f1_raw, n_train, n_test,
---   split ('disjoint': no test record is in training; 'overlap': fallback, see ml_utility.py).
+--   model, accuracy_anon, f1_anon, accuracy_raw, f1_raw, n_train (anonymized training rows),
+--   n_test (raw test rows), split ('disjoint': no test record is in training; 'overlap':
+--   fallback when the non-QI columns have too few distinct values, see kanon_duckdb/ml_utility.py).
+-- F-measure: F1 of the rarer class for a binary label (e.g. '>50K' on Adult), else macro F1.
 -- models: 'knn', 'svm', 'rf', 'nb' (default), 'dt', 'lr'. encoding: 'ordinal' or 'onehot'.
 -- qi: only needed when anon_tbl has no kanon_run column. Needs the [ml] extra (scikit-learn).
 CREATE OR REPLACE MACRO classification_utility(raw_tbl, anon_tbl, label,
