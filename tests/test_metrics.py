@@ -224,3 +224,13 @@ def test_metrics_match_reference_on_lattice_with_suppression(real, algo):
     assert one(real, "log_level('out')") == pytest.approx(naive.log_level_recorded(real, "out"))
     recorded = real.execute("SELECT details::JSON->>'log' FROM kanon_runs").fetchall()[0][0]
     assert one(real, "log_level('out')") == pytest.approx(float(recorded))
+
+
+def test_hostile_table_name_is_an_error_and_harmless(con):
+    make(con, "a", ROWS)
+    for sql in ("""SELECT gcp('a"; DROP TABLE a; --')""",
+                """SELECT k_anonymity('a"; DROP TABLE a; --', ['age'])""",
+                """SELECT cm('a', 'income"; DROP TABLE a; --')"""):
+        with pytest.raises(Exception, match="quote|does not exist|is not a column"):
+            con.execute(sql).fetchall()
+    assert one(con, "count(*) FROM a") == 6
