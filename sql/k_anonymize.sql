@@ -28,16 +28,15 @@ __kanon_classes AS (
     FROM __kanon_res
 ),
 __kanon_src AS (
-    FROM query('SELECT rowid AS __kanon_rid, NULL AS __kanon_pi, NULL AS __kanon_pf, NULL AS __kanon_pc, * FROM '
+    FROM query('SELECT rowid AS __kanon_rid, NULL AS __kanon_pn, NULL AS __kanon_pi, NULL AS __kanon_pf, NULL AS __kanon_pc, * FROM '
                || __kanon_plan(tbl, qi, "numeric", categorical).tbl_sql)
 ),
 -- Each COLUMNS group below also matches one padding column, because an empty COLUMNS set is an
 -- error (a table may have no integer, float or categorical QI); the paddings are dropped at the end.
 __kanon_out AS (
 SELECT
-    COLUMNS(lambda x: NOT list_contains(__kanon_plan(tbl, qi, "numeric", categorical).qi, x)
-                      AND NOT starts_with(x, '__kanon_') AND x <> 'rid' AND x <> 'ec' AND x <> '__kanon_c'
-                      AND x <> '__kanon_run_id'),
+    COLUMNS(lambda x: x = '__kanon_pn' OR (NOT list_contains(__kanon_plan(tbl, qi, "numeric", categorical).qi, x)
+                      AND NOT starts_with(x, '__kanon_') AND x <> 'rid' AND x <> 'ec')),
     list_extract(__kanon_c.lo_i, list_position(__kanon_plan(tbl, qi, "numeric", categorical).int_qi,
         alias(COLUMNS(lambda x: x = '__kanon_pi' OR list_contains(__kanon_plan(tbl, qi, "numeric", categorical).int_qi, x))))) AS '\0_min',
     list_extract(__kanon_c.hi_i, list_position(__kanon_plan(tbl, qi, "numeric", categorical).int_qi,
@@ -56,5 +55,5 @@ FROM __kanon_src
 JOIN __kanon_assign ON __kanon_src.__kanon_rid = __kanon_assign.rid
 JOIN __kanon_classes ON __kanon_assign.ec = __kanon_c.ec
 )
-SELECT * EXCLUDE (__kanon_pi_min, __kanon_pi_max, __kanon_pf_min, __kanon_pf_max, __kanon_pc)
+SELECT * EXCLUDE (__kanon_pn, __kanon_pi_min, __kanon_pi_max, __kanon_pf_min, __kanon_pf_max, __kanon_pc)
 FROM __kanon_out;
