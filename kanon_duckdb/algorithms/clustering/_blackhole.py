@@ -19,8 +19,10 @@ arithmetic that means anything on cluster ids, so a star moves by this discrete 
    its star cluster. rand = 0 leaves the star as it was, rand = 1 turns it into the BH;
 3. repair: clusters left with fewer than k records are dissolved; each of their records joins the
    cheaper (least IL(e ∪ r) - IL(e)) of its two "homes" that survived: the cluster of its BH
-   cluster's matched id, or its old star cluster; when neither survived, the cheapest surviving
-   cluster overall. Then, for ``kab`` only (``split_large``), every cluster of >= 2k records is
+   cluster's matched id, or its old star cluster (records in row order, each placement updating
+   its cluster's statistics); when neither survived, the cheapest surviving cluster overall,
+   chosen for all such orphans in parallel against the statistics of the surviving clusters as
+   the move left them (O(orphans · clusters · d), the costly part of a move). Then, for ``kab`` only (``split_large``), every cluster of >= 2k records is
    re-clustered with Algorithm 1 (the paper's clustering heuristic), so cluster sizes stay near k.
    ``bha`` has no clustering heuristic and keeps the sizes the move produces.
 

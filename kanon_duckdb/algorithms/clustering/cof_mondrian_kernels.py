@@ -1,0 +1,132 @@
+"""Numba kernels of the connectivity-based outlier factor (Tang, Chen, Fu, Cheung 2002).
+
+Within one group of records (a Mondrian partition) with r = min(n_neighbors, m - 1):
+
+- N(p): the r nearest records of p by the NCP record distance (``_ncp.pair_dist``), ties broken by
+  position in the group;
+- set-based nearest path (SBN-path) from p over {p} ∪ N(p): start from {p}, repeatedly add the
+  record of N(p) nearest to the set built so far; the SBN-trail cost c_i is that distance (to the
+  nearest record already in the set), i = 1..r;
+- average chaining distance ac-dist(p) = sum_i 2(r + 1 - i) / (r (r + 1)) · c_i;
+- COF(p) = r · ac-dist(p) / sum_{o in N(p)} ac-dist(o)  (1 = as connected as its neighbours).
+
+When every neighbour has ac-dist 0 (duplicates), COF is 1 if ac-dist(p) is 0 too, else +inf.
+Cost per group of m records: O(m² d) for the neighbour lists plus O(m r² d) for the paths. Memory
+O(m r) per group. Groups are independent and run in parallel.
+"""
+import numpy as np
+from numba import prange
+
+from ..._numba_config import njit, njit_parallel
+from ._ncp import add_record, il_increase, new_stats, pair_dist
+
+
+@njit
+def _knn(ds, ids, r, nbr, dbuf):
+    """nbr[a, :] = positions (in ids) of the r nearest records of ids[a]."""
+    m = ids.shape[0]
+    for a in range(m):
+        for b in range(m):
+            dbuf[b] = np.inf if a == b else pair_dist(ds, ids[a], ids[b])
+        order = np.argsort(dbuf[:m], kind="mergesort")
+        for t in range(r):
+            nbr[a, t] = order[t]
+
+
+@njit
+def _ac_dist(ds, ids, a, nbr, r):
+    """Average chaining distance of ids[a] over its SBN-path in {a} ∪ N(a)."""
+    dmin = np.empty(r)
+    used = np.zeros(r, dtype=np.bool_)
+    p = ids[a]
+    for t in range(r):
+        dmin[t] = pair_dist(ds, p, ids[nbr[a, t]])
+    acc = 0.0
+    norm = r * (r + 1.0)
+    for i in range(1, r + 1):
+        best = -1
+        bd = np.inf
+        for t in range(r):
+            if not used[t] and (best < 0 or dmin[t] < bd):
+                best = t
+                bd = dmin[t]
+        used[best] = True
+        acc += 2.0 * (r + 1 - i) / norm * bd
+        q = ids[nbr[a, best]]
+        for t in range(r):
+            if not used[t]:
+                dd = pair_dist(ds, q, ids[nbr[a, t]])
+                if dd < dmin[t]:
+                    dmin[t] = dd
+    return acc
+
+
+@njit
+def cof_group(ds, ids, n_neighbors, out):
+    """COF of every record of the group ``ids`` (int64 (m,)); out float64 (m,) OUT."""
+    m = ids.shape[0]
+    r = min(n_neighbors, m - 1)
+    if r < 1:
+        for a in range(m):
+            out[a] = 1.0
+        return
+    nbr = np.empty((m, r), dtype=np.int64)
+    dbuf = np.empty(m)
+    _knn(ds, ids, r, nbr, dbuf)
+    ac = np.empty(m)
+    for a in range(m):
+        ac[a] = _ac_dist(ds, ids, a, nbr, r)
+    for a in range(m):
+        s = 0.0
+        for t in range(r):
+            s += ac[nbr[a, t]]
+        if s > 0:
+            out[a] = r * ac[a] / s
+        elif ac[a] > 0:
+            out[a] = np.inf
+        else:
+            out[a] = 1.0
+
+
+@njit_parallel
+def cof_all_groups(ds, members, start, n_neighbors, out):
+    """COF of every record, computed within its group.
+
+    members int64 (n,) IN records grouped by class; start int64 (G+1,) IN group boundaries;
+    out float64 (n,) OUT COF per record (indexed by record id).
+    """
+    G = start.shape[0] - 1
+    for g in prange(G):
+        s = start[g]
+        e = start[g + 1]
+        ids = members[s:e]
+        loc = np.empty(e - s)
+        cof_group(ds, ids, n_neighbors, loc)
+        for t in range(e - s):
+            out[ids[t]] = loc[t]
+
+
+@njit
+def merge_into_nearest(ds, ec, C, is_out, outliers):
+    """Give every record of ``outliers`` the class (of the non-outlier records) whose IL grows least.
+
+    ec int64 (n,) IN/OUT class ids 0..C-1 (values of outlier rows are ignored on input).
+    Records are placed one by one in the given order; each placement updates its class statistics.
+    """
+    st = new_stats(ds, C)
+    for i in range(ec.shape[0]):
+        if not is_out[i]:
+            add_record(ds, st, ec[i], i)
+    for t in range(outliers.shape[0]):
+        r = outliers[t]
+        best = -1
+        bc = np.inf
+        for c in range(C):
+            if st.size[c] == 0:
+                continue
+            cc = il_increase(ds, st, c, r)
+            if cc < bc:
+                bc = cc
+                best = c
+        add_record(ds, st, best, r)
+        ec[r] = best
