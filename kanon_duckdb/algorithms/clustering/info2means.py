@@ -1,0 +1,223 @@
+"""info2means: information-quantity loss, weighted recursive 2-means and a greedy step
+(Yuan, Zhang, Chen, Yang, Li 2024, "An innovative k-anonymity privacy-preserving algorithm to
+improve data availability in the context of big data").
+
+``algo := 'info2means'``, parameter ``sensitive`` (default 'income'): the column whose relation
+to the QIs gives the weights. The orchestrator passes it as ``data.extra[sensitive]``; when it is
+not available the weights are equal and ``info['weights_source']`` says so.
+
+Weights (eq. 5): see "Weights" below. Recorded in ``Partition.info['weights']`` in the order
+numeric QIs first, then categorical (``info['weight_names']``), which is how ``kanon_runs.weights``
+stores them for the ``info_loss`` metric.
+
+Clustering (the paper's Algorithms 1 and 2 are only given as figures; this is our reading):
+
+- distances are eq. 6-8 with the weights; numeric QIs are z-scored then min-max normalized
+  (§4.2.2), which makes |s_i - s_j| / (s_max - s_min) of eq. 6 exactly the normalized difference;
+- 2-means with the mean-center initial centroids (§3.2.2): ignoring 3σ outliers (§4.2.3, per
+  numeric QI, within the set being split), M = the mean center (numeric means, eq. 9; categorical
+  eq. 10-11), c1 = the record farthest from M, c2 = the record farthest from c1; then Lloyd
+  iterations with centroid update eq. 12 until the assignment is stable (at most 30 rounds);
+- recursion: start from the whole table; a set with at least 2k rows is split by 2-means; if one
+  side has fewer than k rows, the greedy step moves to it, one at a time, the rows of the other
+  side that increase its information loss (eq. 2-4) least, until it has k; both halves are then
+  split again. (Eq. 14 asks for the least IL(DT); a split never increases it, a class's loss being
+  monotone in its ranges, so every allowable split is taken.) Sets that cannot be split (fewer than 2k rows, or all rows at
+  distance 0) are the final classes, so every class has between k and 2k-1 rows (more only for
+  sets of rows at distance 0).
+
+``info``: weights, weight_names, weights_source, info_loss (eq. 4 of the result), splits,
+greedy_moves. Deterministic: there is no random choice (``seed`` is unused).
+
+Weights
+-------
+Per-QI weights from the sensitive attribute (info2means, eq. 5 of Yuan et al. 2024).
+
+The paper fits a logistic regression of the sensitive attribute on the quasi-identifiers and uses
+the absolute contributions, normalized to sum 1, as weights γ. It does not say how categorical QIs
+enter the regression; we give every QI exactly one standardized feature so that coefficients are
+comparable across attributes:
+
+- numeric QI: its value (NULL -> mean of the non-NULL values), z-scored;
+- categorical QI: target encoding, i.e. the (smoothed) rate of the positive class among rows with
+  the same leaf, z-scored. A label encoding would depend on an arbitrary value order; one-hot
+  features would split one attribute into many coefficients.
+
+Target: a sensitive attribute with two distinct values is binary as is; with more values, a
+numeric one is split at its median and any other one is "most frequent value vs rest". Rows with
+a NULL sensitive value are left out of the fit. The fit is Newton/IRLS with a tiny ridge
+(1e-6 · n) for separable data; weights are |β_j| / Σ|β|. All-zero coefficients (no signal) give
+equal weights.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..base import Algorithm, Partition, QIData, no_progress
+from ._ncp import build_ncp_data
+from .info2means_kernels import greedy_fill, info_loss_labels, two_means
+
+
+
+def binary_target(column) -> tuple[np.ndarray, np.ndarray, str]:
+    """(y float64 (n,), valid bool (n,), description) from a raw Arrow column."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    col = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    valid = ~np.asarray(col.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+    n = len(col)
+    y = np.zeros(n)
+    if not valid.any():
+        return y, valid, "sensitive attribute is all NULL"
+    enc = pc.dictionary_encode(col)
+    values = enc.dictionary.to_pylist()
+    codes = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    counts = np.bincount(codes[valid], minlength=len(values))
+    present = [i for i in range(len(values)) if counts[i] > 0]
+    if len(present) == 2:
+        pos = max(present, key=lambda i: str(values[i]))
+        y[codes == pos] = 1.0
+        return y, valid, f"{values[pos]!r} vs {values[min(present, key=lambda i: str(values[i]))]!r}"
+    if pa.types.is_integer(col.type) or pa.types.is_floating(col.type) or pa.types.is_decimal(col.type):
+        v = col.to_numpy(zero_copy_only=False).astype(np.float64)
+        med = float(np.median(v[valid]))
+        y[valid & (v > med)] = 1.0
+        return y, valid, f"value > median ({med:g})"
+    top = int(np.argmax(counts))
+    y[codes == top] = 1.0
+    return y, valid, f"{values[top]!r} vs rest"
+
+
+def qi_features(data, y: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """One standardized feature per QI (numeric first, then categorical): float64 (m, d)."""
+    cols = []
+    for j in range(data.dn):
+        v = data.num[:, j].copy()
+        nul = data.num_null[:, j]
+        if nul.all():
+            v[:] = 0.0
+        elif nul.any():
+            v[nul] = v[~nul].mean()
+        cols.append(v)
+    prior = float(y[valid].mean()) if valid.any() else 0.5
+    for j in range(data.dc):
+        leaf = data.cat[:, j]
+        L = int(leaf.max()) + 1 if leaf.size else 1
+        pos = np.bincount(leaf[valid], weights=y[valid], minlength=L)
+        tot = np.bincount(leaf[valid], minlength=L).astype(np.float64)
+        rate = (pos + prior) / (tot + 1.0)  # one pseudo-observation at the prior
+        cols.append(rate[leaf])
+    X = np.stack(cols, axis=1) if cols else np.zeros((data.n, 0))
+    X = X[valid]
+    mu = X.mean(axis=0)
+    sd = X.std(axis=0)
+    return np.where(sd > 0, (X - mu) / np.where(sd > 0, sd, 1.0), 0.0)
+
+
+def logistic_regression(X: np.ndarray, y: np.ndarray, max_iter: int = 50,
+                        tol: float = 1e-10) -> np.ndarray:
+    """Coefficients (d,) of an L2-regularized (λ = 1e-6·n) logistic regression with intercept.
+
+    Newton / IRLS; the intercept is not penalized. Returns only the slope coefficients.
+    """
+    m, d = X.shape
+    A = np.hstack([np.ones((m, 1)), X])
+    beta = np.zeros(d + 1)
+    lam = 1e-6 * max(m, 1)
+    pen = np.full(d + 1, lam)
+    pen[0] = 0.0
+    for _ in range(max_iter):
+        z = A @ beta
+        p = 1.0 / (1.0 + np.exp(-np.clip(z, -35, 35)))
+        w = p * (1.0 - p)
+        grad = A.T @ (y - p) - pen * beta
+        H = (A * w[:, None]).T @ A + np.diag(pen) + 1e-12 * np.eye(d + 1)
+        step = np.linalg.solve(H, grad)
+        beta += step
+        if np.max(np.abs(step)) < tol:
+            break
+    return beta[1:]
+
+
+def sensitive_weights(data, column) -> tuple[np.ndarray, dict]:
+    """Weights γ (d,) summing to 1, aligned numeric QIs first, then categorical; plus info."""
+    d = data.dn + data.dc
+    equal = np.full(d, 1.0 / d) if d else np.zeros(0)
+    if column is None:
+        return equal, {"weights_source": "equal (sensitive column not available)"}
+    y, valid, desc = binary_target(column)
+    if valid.sum() < 2 or y[valid].min() == y[valid].max():
+        return equal, {"weights_source": f"equal (sensitive attribute has no contrast: {desc})"}
+    X = qi_features(data, y, valid)
+    beta = logistic_regression(X, y[valid])
+    a = np.abs(beta)
+    if not np.isfinite(a).all() or a.sum() <= 0:
+        return equal, {"weights_source": f"equal (no signal: {desc})"}
+    return a / a.sum(), {"weights_source": f"logistic regression, target {desc}",
+                         "coefficients": [float(b) for b in beta]}
+
+
+def _iq_tables(data, ds, weights):
+    """(iq_num (dn, 3), iq_node (nodes,)) for the information-quantity loss, see the kernels."""
+    iq_num = np.zeros((data.dn, 3))
+    for j in range(data.dn):
+        ok = ~data.num_null[:, j]
+        vals = data.num[ok, j]
+        x = 0
+        if vals.size and not data.num_is_int[j]:
+            for x in range(0, 7):  # decimal step 10^-x of the values (eq. 2), at most 6 digits
+                sc = vals * 10.0 ** x
+                if np.all(np.abs(sc - np.round(sc)) < 1e-6 * np.maximum(1.0, np.abs(sc))):
+                    break
+        span = (data.num_hi[j] - data.num_lo[j]) if vals.size else 0.0
+        R = 10.0 ** x * span + 1.0  # |R_t|: number of values of the domain at that step
+        iq_num[j] = (weights[j], 10.0 ** x, 1.0 / np.log(R) if R > 1.0 + 1e-12 else 0.0)
+    iq_node = np.zeros(ds.node_cost.shape[0])
+    for j, t in enumerate(data.trees):
+        a = int(ds.node_off[j])
+        nl = t.n_leaves.astype(np.float64)
+        if nl[0] > 1:
+            iq_node[a:a + t.n_nodes] = weights[data.dn + j] * np.log(nl) / np.log(nl[0])
+    return iq_num, iq_node
+
+
+def run(data: QIData, k: int, seed: int, params: dict, progress=no_progress) -> Partition:
+    col = data.extra.get(params.get("sensitive") or "")
+    weights, winfo = sensitive_weights(data, col)
+    ds = build_ncp_data(data, weights=weights)
+    iq_num, iq_node = _iq_tables(data, ds, weights)
+    n = data.n
+    ec = np.zeros(n, dtype=np.int64)
+    stack = [np.arange(n, dtype=np.int64)]
+    C = 0
+    done = 0
+    splits = 0
+    moves = 0
+    while stack:
+        ids = stack.pop()
+        m = ids.size
+        if m >= 2 * k:
+            side = np.zeros(m, dtype=np.bool_)
+            if two_means(ds, ids, 30, side):
+                n2 = int(side.sum())
+                if n2 < k or m - n2 < k:
+                    moves += int(greedy_fill(ds, ids, side, k, iq_num, iq_node))
+                parts = (ids[~side], ids[side])
+                stack.extend([parts[1], parts[0]])
+                splits += 1
+                continue
+        ec[ids] = C
+        C += 1
+        done += m
+        progress(done / n)
+    total = info_loss_labels(ds, ec, C, iq_num, iq_node)
+    info = {"weights": [float(w) for w in weights],
+            "weight_names": list(data.num_names) + list(data.cat_names),
+            **winfo, "info_loss": float(total), "splits": splits, "greedy_moves": moves}
+    return Partition(ec=ec, info=info)
+
+
+ENTRY = Algorithm("info2means", run, "local", {"sensitive": "income"},
+              "information-quantity loss, weighted recursive 2-means + greedy (Yuan et al. 2024)")
+ALGORITHMS = [ENTRY]
