@@ -82,13 +82,20 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
     if seed is None:
         seed = 0
     seed = int(seed)
+    user_params = dict(params or {})
     params = coerce_params(algorithm, params)
     plan = plan_qis(con, table, qi, numeric, categorical)
-    extra = [params[p] for p in ("sensitive",) if params.get(p)]
-    for c in extra:
+    extra = []
+    for p in ("sensitive",):
+        c = params.get(p)
+        if not c:
+            continue
         if c not in plan.types:
+            if user_params.get(p) is None:
+                continue  # the algorithm's default column is absent: it falls back (documented)
             from .errors import UnknownObjectError
             raise UnknownObjectError(f"column '{c}' does not exist in table {table!r}")
+        extra.append(c)
     rowid, data = encode(con, plan, extra_columns=extra, need_num_trees=algorithm.needs_num_trees)
     check_k(k, data.n)
     part = algorithm.run(data, k, seed, params, progress)
