@@ -139,3 +139,124 @@ def check_truthful(data: QIData, ec, k: int):
             for r in rows:  # every leaf is under the published node
                 lo, hi = t.leaf_lo[u], t.leaf_hi[u]
                 assert lo <= data.cat[r, j] <= hi
+
+
+# --------------------------------------------------------------------------------------------
+# clustering algorithms, straight from their descriptions (O(n^2 k) or worse: tiny inputs).
+# On data without ties (continuous numeric QIs) they must give the same partition as the kernels.
+
+def naive_kmember(data: QIData, k: int, seed: int):
+    n = data.n
+    r = int(np.random.default_rng(seed).integers(n))
+    S = list(range(n))
+    clusters = []
+    while len(S) >= k:
+        s = max(S, key=lambda x: naive_pair_dist(data, r, x))
+        S.remove(s)
+        e = [s]
+        r = s
+        while len(e) < k:
+            x = min(S, key=lambda x: naive_il(data, e + [x]))
+            S.remove(x)
+            e.append(x)
+        clusters.append(e)
+    for x in S:
+        best = min(range(len(clusters)),
+                   key=lambda c: naive_il(data, clusters[c] + [x]) - naive_il(data, clusters[c]))
+        clusters[best].append(x)
+    return _labels(n, clusters)
+
+
+def naive_ika(data: QIData, k: int, seed: int):
+    n = data.n
+    first = int(np.random.default_rng(seed).integers(n))
+    S = list(range(n))
+    centroids, clusters = [], []
+    while len(S) >= k:
+        if not centroids:
+            c = first
+        else:
+            c = max(S, key=lambda x: min(naive_pair_dist(data, x, y) for y in centroids))
+        S.remove(c)
+        close = sorted(S, key=lambda x: (naive_pair_dist(data, c, x), x))[:k - 1]
+        for x in close:
+            S.remove(x)
+        centroids.append(c)
+        clusters.append([c] + close)
+    for x in S:
+        best = min(range(len(centroids)), key=lambda i: naive_pair_dist(data, x, centroids[i]))
+        clusters[best].append(x)
+    return _labels(n, clusters)
+
+
+def naive_oka(data: QIData, k: int, seed: int):
+    n = data.n
+    rng = np.random.default_rng(seed)
+    K = max(1, n // k)
+    seeds = rng.choice(n, size=K, replace=False)
+    clusters = [[int(s)] for s in seeds]
+    rest = np.setdiff1d(np.arange(n), seeds)
+    for x in rest[rng.permutation(rest.size)]:
+        best = min(range(K), key=lambda c: naive_ncp(data, clusters[c] + [int(x)]))
+        clusters[best].append(int(x))
+    pool = []
+    for e in clusters:
+        if len(e) <= k:
+            continue
+        rows = np.array(sorted(e))
+        mean = []
+        for j in range(data.dn):
+            ok = ~data.num_null[rows, j]
+            mean.append(data.num[rows[ok], j].mean() if ok.any() else 0.0)
+        mode = []
+        for j in range(data.dc):
+            vals, cnt = np.unique(data.cat[rows, j], return_counts=True)
+            mode.append(int(vals[np.argmax(cnt)]))  # np.unique sorts: first max = lowest ordinal
+
+        def dist(r):
+            s = 0.0
+            for j in range(data.dn):
+                rng_j = data.num_hi[j] - data.num_lo[j]
+                if rng_j <= 0:
+                    continue
+                s += 1.0 if data.num_null[r, j] else abs(data.num[r, j] - mean[j]) / rng_j
+            for j, t in enumerate(data.trees):
+                s += naive_cat_cost(t, [data.cat[r, j], mode[j]])
+            return s
+        order = sorted(rows, key=lambda r: (dist(r), r))
+        out = order[k:]
+        for r in out:
+            e.remove(int(r))
+        pool += [int(r) for r in out]
+    pool = np.sort(np.array(pool, dtype=np.int64))
+    for x in pool[rng.permutation(pool.size)]:
+        under = [c for c in range(K) if len(clusters[c]) < k]
+        cand = under if under else range(K)
+        best = min(cand, key=lambda c: naive_ncp(data, clusters[c] + [int(x)]))
+        clusters[best].append(int(x))
+    return _labels(n, clusters)
+
+
+def _labels(n, clusters):
+    ec = np.full(n, -1, dtype=np.int64)
+    for c, e in enumerate(clusters):
+        ec[e] = c
+    assert (ec >= 0).all()
+    return ec
+
+
+def same_partition(a, b) -> bool:
+    """True when two label vectors describe the same partition (up to renaming)."""
+    a = np.asarray(a)
+    b = np.asarray(b)
+    pairs = set(zip(a.tolist(), b.tolist()))
+    return len(pairs) == len(set(a.tolist())) == len(set(b.tolist()))
+
+
+def random_continuous_qidata(rng: np.random.Generator, n: int, dn: int) -> QIData:
+    """Numeric-only QIData with continuous values: distance ties have probability zero."""
+    num = rng.random((n, dn))
+    return QIData(n=n, num=num, num_null=np.zeros((n, dn), dtype=bool), num_lo=num.min(0),
+                  num_hi=num.max(0), num_is_int=np.zeros(dn, dtype=bool),
+                  cat=np.zeros((n, 0), dtype=np.int32), trees=[],
+                  num_names=[f"n{j}" for j in range(dn)], cat_names=[])

@@ -138,3 +138,65 @@ def test_lca_and_cat_cost_hand_computed():
     dsh = N.build_ncp_data(data, cost="height")
     assert N.pair_dist(dsh, 0, 1) == pytest.approx(1 / 2)  # height(ab)=1 / height(tree)=2
     assert N.cat_cost(ds, 0, min(c, e), max(c, e)) == pytest.approx(1.0)
+
+
+@SETTINGS
+@given(datasets(), st.integers(1, 6))
+def test_scans_match_brute_force(case, B):
+    data, rng = case
+    ds = N.build_ncp_data(data)
+    ids = rng.permutation(data.n).astype(np.int64)
+    m = int(rng.integers(1, data.n + 1))
+    ec = rng.integers(0, 2, data.n)
+    stats = N.stats_from_labels(ds, ec, 2)
+    costs = np.array([naive.naive_ncp(data, list(np.flatnonzero(ec == 1)) + [r]) for r in ids[:m]])
+    dists = np.array([naive.naive_pair_dist(data, ids[0], r) for r in ids[:m]])
+    # argmax: ties to the smallest record id
+    p, v = N.argmax_pair_dist(ds, ids[0], ids, m, 1)
+    assert v == pytest.approx(dists.max())
+    exact_d = np.array([N.pair_dist(ds, ids[0], r) for r in ids[:m]])
+    assert ids[p] == min(ids[:m][exact_d == exact_d.max()])
+    # argmin: the first position reaching the minimum
+    p, v = N.argmin_ncp_with(ds, stats, 1, ids, m, N.cluster_ncp(ds, stats, 1), 1)
+    assert v == pytest.approx(costs.min()) and costs[p] == pytest.approx(costs.min())
+    # the B smallest by (cost, id) and the bound on the others
+    bc, bi = np.empty(B), np.empty(B, dtype=np.int64)
+    cnt, tau, tau_id = N.smallest_ncp_with(ds, stats, 1, ids, m, B, 1, bc, bi)
+    exact = [N.ncp_with(ds, stats, 1, r) for r in ids[:m]]  # ≈ costs; exact for the ordering
+    np.testing.assert_allclose(exact, costs)
+    order = sorted(zip(exact, ids[:m]))
+    assert cnt == min(B, m)
+    assert list(bi[:cnt]) == [r for _, r in order[:cnt]]
+    if cnt < m:
+        assert (tau, tau_id) == (bc[cnt - 1], bi[cnt - 1])
+    else:
+        assert tau == np.inf
+
+
+def test_parallel_scan_bodies_agree_with_serial():
+    """The thread-share versions give the serial answer for any number of shares."""
+    data = naive.random_qidata(np.random.default_rng(5), 400, 2, 3, max_leaves=9)
+    ds = N.build_ncp_data(data)
+    ids = np.random.default_rng(6).permutation(data.n).astype(np.int64)
+    stats = N.stats_from_labels(ds, np.arange(data.n) % 7, 7)
+    m = data.n
+    lc = np.empty(ds.leaf_off[-1])
+    N.leaf_costs_of_record(ds, ids[3], lc)
+    serial = N._argmax_pair_body(ds, ids[3], lc, True, ids, 0, m)
+    N.leaf_costs_of_cluster(ds, stats, 2, lc)
+    serial_min = N._argmin_with_body(ds, stats, 2, lc, True, ids, 0, m, -1.0)
+    B = 9
+    ref_c, ref_i = np.empty(B), np.empty(B, dtype=np.int64)
+    ref_n = N._smallest_body(ds, stats, 2, lc, True, ids, 0, m, B, ref_c, ref_i)
+    for nt in (2, 3, 5):
+        N.leaf_costs_of_record(ds, ids[3], lc)
+        assert N._argmax_pair_par(ds, ids[3], lc, True, ids, m, nt) == serial
+        N.leaf_costs_of_cluster(ds, stats, 2, lc)
+        assert N._argmin_with_par(ds, stats, 2, lc, True, ids, m, -1.0, nt) == serial_min
+        tc, ti, tn = np.empty((nt, B)), np.empty((nt, B), dtype=np.int64), np.zeros(nt, dtype=np.int64)
+        N._smallest_par(ds, stats, 2, lc, True, ids, m, B, nt, tc, ti, tn)
+        merged_c, merged_i, cnt = np.empty(B), np.empty(B, dtype=np.int64), 0
+        for t in range(nt):
+            for q in range(tn[t]):
+                cnt = N._insert_sorted(merged_c, merged_i, cnt, B, tc[t, q], ti[t, q])
+        assert cnt == ref_n and list(merged_i) == list(ref_i)

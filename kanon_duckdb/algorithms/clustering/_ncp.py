@@ -51,10 +51,25 @@ Functions (all ``@njit`` unless marked Python; n = rows, d = dn + dc, h = tree h
     cost_of_adding(ds, st, c, r) -> float  IL(e_c U {r}) = (|e_c|+1) * NCP(e_c U {r})       O(d)
     il_increase(ds, st, c, r) -> float   IL(e_c U {r}) - IL(e_c)                            O(d)
     merged_ncp(ds, st, a, b) -> float    NCP(e_a U e_b)                                     O(d)
+    leaf_costs_of_record(ds, a, lc) / leaf_costs_of_cluster(ds, st, c, lc)   fill lc (sum_j L_j,)
+                                         with the categorical cost per leaf for a fixed record /
+                                         cluster                              O(sum_j L_j) with tables
+    pair_dist_lc(ds, a, lc, b), ncp_with_lc(ds, st, c, lc, r)   the same values as pair_dist /
+                                         ncp_with, one lookup per categorical QI (use in scans)
     dists_to_record(ds, r, ids, out)     out[i] = d(r, ids[i])            (parallel)        O(m d)
     ncp_with_all(ds, st, c, ids, out)    out[i] = NCP(e_c U {ids[i]})     (parallel)        O(m d)
     partition_il(ds, ec, C) -> float     total IL of labels ec (0..C-1)                     O(n d)
     partition_ncp(ds, ec, C) -> float64 (C,)  NCP of every class                            O(n d)
+    argmin_ncp_with(ds, st, c, ids, m, lower_bound, nt) -> (pos, cost)   best record for cluster
+                                         c among ids[:m], ties to smallest pos, early exit at the
+                                         lower bound, nt = n_threads() shares (parallel)    O(m d)
+    smallest_ncp_with(ds, st, c, ids, m, B, nt, out_cost, out_ids) -> (count, tau, tau_id)
+                                         the B best records for cluster c by (cost, id) and a
+                                         bound (tau, tau_id) below all others (parallel)   O(m d log B)
+    argmax_pair_dist(ds, r, ids, m, nt) -> (pos, dist)  furthest record from r in ids[:m],
+                                         ties to the smallest record id                    O(m d)
+    n_threads() -> int                   Python: numba's thread count, for the nt arguments
+    run_in_chunks(step, progress)        Python driver: progress + Ctrl-C between kernel chunks
 
 O(1) "with a table": every tree with at most PAIR_TABLE_MAX_LEAVES leaves gets a dense table of
 LCA costs, so a categorical term is one lookup; larger trees walk up from the smaller leaf (O(h)).
@@ -67,12 +82,14 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+import numba
 from numba import prange
 
 from ..._numba_config import njit, njit_parallel
 from ..base import QIData, pack_trees
 
 PAIR_TABLE_MAX_LEAVES = 512
+PAR_MIN = 65536  # one thread share per PAR_MIN candidates: a parallel launch costs ~20 us idle, ms on a busy machine
 _INT32_MAX = np.iinfo(np.int32).max
 
 
@@ -237,11 +254,11 @@ def lca_node(ds, j, lo, hi):
 
 @njit
 def cat_cost(ds, j, lo, hi):
+    p0 = ds.pair_off[j]
+    if ds.pair_off[j + 1] > p0:  # table (its diagonal is 0): one lookup, no data-dependent branch
+        return ds.pair_cost[p0 + lo * ds.n_leaf[j] + hi]
     if lo == hi:
         return 0.0
-    p0 = ds.pair_off[j]
-    if ds.pair_off[j + 1] > p0:
-        return ds.pair_cost[p0 + lo * ds.n_leaf[j] + hi]
     return ds.node_cost[ds.node_off[j] + lca_node(ds, j, lo, hi)]
 
 
@@ -256,10 +273,7 @@ def pair_dist(ds, a, b):
     for j in range(ds.cat.shape[1]):
         x = ds.cat[a, j]
         y = ds.cat[b, j]
-        if x <= y:
-            s += cat_cost(ds, j, x, y)
-        else:
-            s += cat_cost(ds, j, y, x)
+        s += cat_cost(ds, j, min(x, y), max(x, y))
     return s
 
 
@@ -353,3 +367,259 @@ def partition_il(ds, ec, C):
     for c in range(C):
         s += cluster_il(ds, st, c)
     return s
+
+
+# --------------------------------------------------------------------------------------------
+# per-scan leaf-cost vectors: with one side of every comparison fixed (a record or a cluster), the
+# categorical term depends only on the other record's leaf, so it is precomputed per leaf
+# (sum_j L_j entries) and a scan does one lookup per categorical QI. Values are the very numbers
+# cat_cost returns, summed in the same order, so results are bit-identical to pair_dist/ncp_with.
+
+@njit
+def leaf_costs_of_record(ds, a, out):
+    """OUT out[leaf_off[j] + x] = cost of LCA(cat[a, j], x) for every leaf x of every tree j."""
+    for j in range(ds.cat.shape[1]):
+        base = ds.leaf_off[j]
+        v = ds.cat[a, j]
+        for x in range(ds.n_leaf[j]):
+            out[base + x] = cat_cost(ds, j, min(v, x), max(v, x))
+
+
+@njit
+def leaf_costs_of_cluster(ds, st, c, out):
+    """OUT out[leaf_off[j] + x] = cost of LCA(cluster c's leaves U {x}) on tree j."""
+    for j in range(ds.cat.shape[1]):
+        base = ds.leaf_off[j]
+        lo = st.cmin[c, j]
+        hi = st.cmax[c, j]
+        for x in range(ds.n_leaf[j]):
+            out[base + x] = cat_cost(ds, j, min(lo, x), max(hi, x))
+
+
+@njit
+def pair_dist_lc(ds, a, lc, b):
+    """pair_dist(ds, a, b) with lc = leaf_costs_of_record(ds, a)."""
+    s = 0.0
+    for j in range(ds.num.shape[1]):
+        if ds.num_null[a, j] or ds.num_null[b, j]:
+            s += ds.null_cost[j]
+        else:
+            s += abs(ds.num[a, j] - ds.num[b, j]) * ds.inv_range[j]
+    for j in range(ds.cat.shape[1]):
+        s += lc[ds.leaf_off[j] + ds.cat[b, j]]
+    return s
+
+
+@njit
+def ncp_with_lc(ds, st, c, lc, r):
+    """ncp_with(ds, st, c, r) with lc = leaf_costs_of_cluster(ds, st, c)."""
+    s = 0.0
+    for j in range(ds.num.shape[1]):
+        if st.nnull[c, j] or ds.num_null[r, j]:
+            s += ds.null_cost[j]
+        else:
+            v = ds.num[r, j]
+            s += (max(st.nmax[c, j], v) - min(st.nmin[c, j], v)) * ds.inv_range[j]
+    for j in range(ds.cat.shape[1]):
+        s += lc[ds.leaf_off[j] + ds.cat[r, j]]
+    return s
+
+
+# --------------------------------------------------------------------------------------------
+# scans shared by the greedy algorithms (deterministic: ties go to the smallest position / id,
+# whatever the number of threads). Each has a serial body over ids[lo:hi]; the public function
+# runs it directly when the scan is short (a parallel launch costs more than it saves, and far
+# more on a busy machine) and over thread shares with an explicit reduction otherwise.
+
+@njit
+def _threads_for(m, n_threads):
+    return max(1, min(n_threads, m // PAR_MIN))
+
+
+@njit
+def _argmin_with_body(ds, st, c, lc, use_lc, ids, lo, hi, lower_bound):
+    v_best = np.inf
+    i_best = -1
+    for i in range(lo, hi):
+        v = ncp_with_lc(ds, st, c, lc, ids[i]) if use_lc else ncp_with(ds, st, c, ids[i])
+        if v < v_best:
+            v_best = v
+            i_best = i
+            if v <= lower_bound:
+                break
+    return i_best, v_best
+
+
+@njit_parallel
+def _argmin_with_par(ds, st, c, lc, use_lc, ids, m, lower_bound, nt):
+    chunk = (m + nt - 1) // nt
+    bv = np.full(nt, np.inf)
+    bi = np.full(nt, -1, dtype=np.int64)
+    for t in prange(nt):
+        i, v = _argmin_with_body(ds, st, c, lc, use_lc, ids, t * chunk, min(m, (t + 1) * chunk),
+                                 lower_bound)
+        bi[t] = i
+        bv[t] = v
+    return _reduce_min(bv, bi, np.arange(m))
+
+
+@njit
+def argmin_ncp_with(ds, st, c, ids, m, lower_bound, n_threads):
+    """Position i in ids[:m] minimising NCP(e_c U {ids[i]}), ties to the smallest position i.
+
+    Each thread share stops at its first candidate whose cost reaches ``lower_bound`` (pass
+    cluster_ncp(ds, st, c): nothing can cost less), which keeps the result exact.
+    Returns (position, cost); (-1, inf) when m == 0.
+    """
+    use_lc = ds.leaf_off[-1] <= m
+    lc = np.empty(ds.leaf_off[-1] if use_lc else 0)
+    if use_lc:
+        leaf_costs_of_cluster(ds, st, c, lc)
+    nt = _threads_for(m, n_threads)
+    if nt == 1:
+        return _argmin_with_body(ds, st, c, lc, use_lc, ids, 0, m, lower_bound)
+    return _argmin_with_par(ds, st, c, lc, use_lc, ids, m, lower_bound, nt)
+
+
+@njit
+def _argmax_pair_body(ds, r, lc, use_lc, ids, lo, hi):
+    v_best = -np.inf
+    i_best = -1
+    for i in range(lo, hi):
+        v = pair_dist_lc(ds, r, lc, ids[i]) if use_lc else pair_dist(ds, r, ids[i])
+        if v > v_best or (v == v_best and ids[i] < ids[i_best]):
+            v_best = v
+            i_best = i
+    return i_best, v_best
+
+
+@njit_parallel
+def _argmax_pair_par(ds, r, lc, use_lc, ids, m, nt):
+    chunk = (m + nt - 1) // nt
+    bv = np.full(nt, np.inf)
+    bi = np.full(nt, -1, dtype=np.int64)
+    for t in prange(nt):
+        i, v = _argmax_pair_body(ds, r, lc, use_lc, ids, t * chunk, min(m, (t + 1) * chunk))
+        bi[t] = i
+        bv[t] = -v
+    i, v = _reduce_min(bv, bi, ids)
+    return i, -v
+
+
+@njit
+def argmax_pair_dist(ds, r, ids, m, n_threads):
+    """Position i in ids[:m] maximising d(r, ids[i]), ties to the smallest record id ids[i].
+
+    Returns (position, distance); (-1, -inf) if m == 0.
+    """
+    use_lc = ds.leaf_off[-1] <= m
+    lc = np.empty(ds.leaf_off[-1] if use_lc else 0)
+    if use_lc:
+        leaf_costs_of_record(ds, r, lc)
+    nt = _threads_for(m, n_threads)
+    if nt == 1:
+        return _argmax_pair_body(ds, r, lc, use_lc, ids, 0, m)
+    return _argmax_pair_par(ds, r, lc, use_lc, ids, m, nt)
+
+
+@njit
+def _insert_sorted(cost, ids, count, B, v, r):
+    """Insert (v, r) into the ascending (cost, id) buffer cost/ids[:count] capped at B; new count."""
+    if count == B and (v > cost[B - 1] or (v == cost[B - 1] and r > ids[B - 1])):
+        return count
+    i = count if count < B else B - 1
+    while i > 0 and (cost[i - 1] > v or (cost[i - 1] == v and ids[i - 1] > r)):
+        cost[i] = cost[i - 1]
+        ids[i] = ids[i - 1]
+        i -= 1
+    cost[i] = v
+    ids[i] = r
+    return count + 1 if count < B else B
+
+
+@njit
+def _smallest_body(ds, st, c, lc, use_lc, ids, lo, hi, B, out_cost, out_ids):
+    cnt = 0
+    for i in range(lo, hi):
+        r = ids[i]
+        v = ncp_with_lc(ds, st, c, lc, r) if use_lc else ncp_with(ds, st, c, r)
+        if cnt < B or v <= out_cost[B - 1]:
+            cnt = _insert_sorted(out_cost, out_ids, cnt, B, v, r)
+    return cnt
+
+
+@njit_parallel
+def _smallest_par(ds, st, c, lc, use_lc, ids, m, B, nt, tc, ti, tn):
+    chunk = (m + nt - 1) // nt
+    for t in prange(nt):
+        tn[t] = _smallest_body(ds, st, c, lc, use_lc, ids, t * chunk, min(m, (t + 1) * chunk), B,
+                               tc[t], ti[t])
+
+
+@njit
+def smallest_ncp_with(ds, st, c, ids, m, B, n_threads, out_cost, out_ids):
+    """The B records of ids[:m] with the smallest NCP(e_c U {r}), ordered by (cost, record id).
+
+    OUT out_cost/out_ids[:count] (arrays of length >= B). Returns (count, tau, tau_id): every
+    record x left out has (cost_x, x) > (tau, tau_id) lexicographically (tau = +inf, tau_id = -1
+    when none was left out). Because NCP(e U r) can only grow as e grows, the bound stays valid
+    while records are added to cluster c: the basis of the lazy greedy step in kmember.
+    Independent of the number of threads.
+    """
+    use_lc = ds.leaf_off[-1] <= m
+    lc = np.empty(ds.leaf_off[-1] if use_lc else 0)
+    if use_lc:
+        leaf_costs_of_cluster(ds, st, c, lc)
+    nt = _threads_for(m, n_threads)
+    if nt == 1:
+        count = _smallest_body(ds, st, c, lc, use_lc, ids, 0, m, B, out_cost, out_ids)
+    else:
+        tc = np.empty((nt, B))
+        ti = np.empty((nt, B), dtype=np.int64)
+        tn = np.zeros(nt, dtype=np.int64)
+        _smallest_par(ds, st, c, lc, use_lc, ids, m, B, nt, tc, ti, tn)
+        count = 0
+        for t in range(nt):
+            for q in range(tn[t]):
+                count = _insert_sorted(out_cost, out_ids, count, B, tc[t, q], ti[t, q])
+    tau = np.inf
+    tau_id = -1
+    if count < m:
+        tau = out_cost[count - 1]
+        tau_id = out_ids[count - 1]
+    return count, tau, tau_id
+
+
+@njit
+def _reduce_min(bv, bi, key):
+    """Thread reduction: smallest bv, ties to the smallest key[bi]."""
+    v = np.inf
+    i = -1
+    for t in range(bv.shape[0]):
+        if bi[t] >= 0 and (bv[t] < v or (bv[t] == v and key[bi[t]] < key[i])):
+            v = bv[t]
+            i = bi[t]
+    return i, v
+
+
+def n_threads() -> int:
+    """Threads numba will use (Python; pass it to the parallel scans, which cannot ask)."""
+    return int(numba.get_num_threads())
+
+
+def run_in_chunks(step, progress, first: int = 8, target_s: float = 0.2):
+    """Drive a chunked kernel from Python so progress is reported and Ctrl-C lands between chunks.
+
+    ``step(budget) -> (fraction_done, finished)`` runs at most ``budget`` units of work in numba;
+    the budget adapts so that one call takes about ``target_s`` seconds.
+    """
+    import time
+    budget = max(1, int(first))
+    while True:
+        t0 = time.perf_counter()
+        frac, finished = step(budget)
+        progress(min(1.0, max(0.0, float(frac))))
+        if finished:
+            return
+        dt = time.perf_counter() - t0
+        budget = max(1, int(budget * min(4.0, max(0.25, target_s / max(dt, 1e-4)))))

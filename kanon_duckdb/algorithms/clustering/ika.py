@@ -1,0 +1,154 @@
+"""Improved k-anonymity clustering, IKA (Zheng et al. 2018), as summarised in
+kab-black-hole-k-anonymity.txt §2.1.
+
+Our reading::
+
+    c_1 := a random record (numpy Generator seeded with ``seed``)
+    repeat while at least k records are unassigned:
+        c_i := the unassigned record furthest from all existing centroids c_1..c_{i-1}
+               (i >= 2; "furthest from all" = largest distance to its nearest centroid, i.e.
+               farthest-first / max-min seeding; ties: smallest row id)
+        cluster i := {c_i} U the k-1 unassigned records closest to c_i   (ties: lower row id)
+    each remaining record (< k) joins the cluster whose centroid is nearest (ties: lowest id)
+
+Distances are the record distance d(a, b) = NCP({a, b}) (numeric |a-b| / range, categorical
+leaves(LCA)/leaves(root), 0 for the same leaf), the NCP distance of the KAB paper eq. 1-3. The
+centroid of a cluster stays its seed record (the summary's "distance with its centroid"). The summary
+leaves "largest distance between itself and all the existed centroids" open between the sum and the
+minimum of the distances; the minimum is the standard farthest-first traversal that spreads
+centroids over the data (a sum would keep picking records on the same extreme edge), so we use it.
+
+Cost: one pass over the unassigned records per centroid computes d(r, c_i), updates each record's
+distance to its nearest centroid and keeps the k-1 closest in a bounded buffer: O(n^2 d / k) in all.
+The kernel creates a bounded number of clusters per call (progress and Ctrl-C between calls).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..._numba_config import njit
+from ..base import Algorithm, Partition, QIData, no_progress
+from ._ncp import (_insert_sorted, build_ncp_data, leaf_costs_of_record, pair_dist, pair_dist_lc,
+                   run_in_chunks)
+
+
+# ------------------------------------------------------------------------------------------------
+# kernels
+
+@njit
+def _remove(U, pos, m, r):
+    p = pos[r]
+    last = U[m - 1]
+    U[p] = last
+    pos[last] = p
+    U[m - 1] = r
+    pos[r] = m - 1
+
+
+@njit
+def _ika_clusters(ds, U, pos, mind, centroid, state, ec, k, max_clusters, bc, bi, lc):
+    """Create up to ``max_clusters`` clusters.
+
+    U/pos     int64 (n,)  IN/OUT unassigned ids in U[:m] and their positions
+    mind      float64 (n,) IN/OUT distance of each record to its nearest centroid so far
+    centroid  int64 (C,)  OUT seed record of each cluster
+    state     int64 (3,)  IN/OUT [m, clusters built, first centroid]
+    bc/bi     scratch (k-1,) buffer of the closest records
+    lc        scratch (sum_j L_j,) leaf costs of the current centroid
+    """
+    made = 0
+    while state[0] >= k and made < max_clusters:
+        m = state[0]
+        c = state[1]
+        if c == 0:
+            s = state[2]
+        else:
+            p_best = 0
+            v_best = -np.inf
+            for p in range(m):
+                v = mind[U[p]]
+                if v > v_best or (v == v_best and U[p] < U[p_best]):
+                    v_best = v
+                    p_best = p
+            s = U[p_best]
+        _remove(U, pos, m, s)
+        m -= 1
+        centroid[c] = s
+        ec[s] = c
+        cnt = 0
+        B = k - 1
+        use_lc = lc.shape[0] <= m
+        if use_lc:
+            leaf_costs_of_record(ds, s, lc)
+        for p in range(m):
+            r = U[p]
+            d = pair_dist_lc(ds, s, lc, r) if use_lc else pair_dist(ds, s, r)
+            if d < mind[r]:
+                mind[r] = d
+            if B > 0:
+                cnt = _insert_sorted(bc, bi, cnt, B, d, r)
+        for q in range(cnt):
+            r = bi[q]
+            _remove(U, pos, m, r)
+            m -= 1
+            ec[r] = c
+        state[0] = m
+        state[1] = c + 1
+        made += 1
+
+
+@njit
+def _assign_to_nearest_centroid(ds, U, m, centroid, C, ec):
+    for i in range(m):
+        r = U[i]
+        best = -1
+        bv = np.inf
+        for c in range(C):
+            v = pair_dist(ds, r, centroid[c])
+            if v < bv:
+                bv = v
+                best = c
+        ec[r] = best
+
+
+# ------------------------------------------------------------------------------------------------
+# orchestration
+
+def ika_labels(data: QIData, k: int, seed: int, progress=no_progress, info: dict | None = None):
+    """Cluster id per row (int64 (n,), 0..C-1) of IKA."""
+    n = data.n
+    if k <= 1:
+        progress(1.0)
+        return np.arange(n, dtype=np.int64)
+    ds = build_ncp_data(data)
+    C = n // k
+    U = np.arange(n, dtype=np.int64)
+    pos = np.arange(n, dtype=np.int64)
+    mind = np.full(n, np.inf)
+    centroid = np.full(C, -1, dtype=np.int64)
+    ec = np.full(n, -1, dtype=np.int64)
+    first = int(np.random.default_rng(seed).integers(n))
+    state = np.array([n, 0, first], dtype=np.int64)
+    bc = np.empty(max(k - 1, 1))
+    bi = np.empty(max(k - 1, 1), dtype=np.int64)
+    lc = np.empty(int(ds.leaf_off[-1]))
+
+    def step(budget):
+        _ika_clusters(ds, U, pos, mind, centroid, state, ec, k, budget, bc, bi, lc)
+        return state[1] / C, state[0] < k
+
+    run_in_chunks(step, progress, first=8)
+    _assign_to_nearest_centroid(ds, U, int(state[0]), centroid, C, ec)
+    if info is not None:
+        info.update(n_clusters=C, first_centroid=first)
+    return ec
+
+
+def run(data: QIData, k: int, seed: int, params: dict, progress=no_progress) -> Partition:
+    info = {}
+    ec = ika_labels(data, k, seed, progress, info=info)
+    return Partition(ec=ec, info=info)
+
+
+ENTRY = Algorithm("ika", run, "local", {},
+                  "improved k-anonymity clustering, farthest-first centroids (Zheng et al. 2018)")
