@@ -17,7 +17,8 @@ def current():
 def bar(description: str, min_seconds: float = 1.0):
     """Install a progress bar (tqdm when installed, else a plain stderr line) for this block.
 
-    The bar only appears once the run has lasted ``min_seconds``.
+    The bar only appears once the run has lasted ``min_seconds`` and only when stderr is a
+    terminal (logs and CI stay clean).
     """
     global _current
     start = time.perf_counter()
@@ -25,11 +26,12 @@ def bar(description: str, min_seconds: float = 1.0):
 
     def update(fraction: float):
         if state["bar"] is None:
-            if time.perf_counter() - start < min_seconds:
+            if time.perf_counter() - start < min_seconds or not sys.stderr.isatty():
                 return
             try:
                 from tqdm import tqdm
-                state["bar"] = tqdm(total=1000, desc=description, file=sys.stderr, leave=False)
+                state["bar"] = tqdm(total=1000, desc=description, file=sys.stderr, leave=False,
+                                    bar_format="{desc}: {percentage:3.0f}%|{bar}| {elapsed}<{remaining}")
             except ImportError:
                 state["bar"] = "plain"
         if isinstance(state["bar"], str):
