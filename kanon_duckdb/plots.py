@@ -16,9 +16,9 @@ METRICS = (
     ("gcp", "GCP (fraction)", False),
     ("gen_total_il", "GenTotal-IL", False),
     ("dm", "Discernibility metric (DM)", True),
-    ("cavg", "Normalized avg. class size C_avg", False),
+    ("cavg", "Normalized avg. class size C_avg", True),
     ("cm", "Classification metric CM", False),
-    ("query_error", "Query error (mean relative error)", False),
+    ("query_error", "Query error (mean relative error)", True),
     ("seconds", "Runtime (s)", True),
 )
 _MARKERS = "osD^v<>ph*"
@@ -62,6 +62,7 @@ def _draw(ax, rows, metric, label, logy, title=None):
         positive = [y for _, ys in series.values() for y in ys if y > 0]
         if max(positive) / min(positive) >= 20:
             ax.set_yscale("log")
+            label = f"{label} (log scale)"
     ax.set_xlabel("k")
     ax.set_ylabel(label)
     ax.set_title(title or label)

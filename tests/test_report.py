@@ -147,3 +147,14 @@ def test_command_line_main(tmp_path, capsys, monkeypatch):
     finally:
         con.close()
     assert report.main(["--db", db, "--table", "missing", "--out", str(out)]) == 2
+
+
+def test_plots_skip_missing_metrics_and_draw_one_line_per_algo(tmp_path):
+    from kanon_duckdb.plots import plot_report
+    rows = [{"algo": a, "k": k, "gcp": g, "seconds": 0.1 * k, "query_error": None}
+            for a, base in (("x", 0.1), ("y", 0.2)) for k, g in ((2, base), (10, base * 2))]
+    paths = plot_report(rows, str(tmp_path))
+    assert set(paths) == {"gcp", "seconds", "overview"}
+    import matplotlib.pyplot as plt
+    img = plt.imread(paths["gcp"])
+    assert img.shape[0] > 200 and img.shape[1] > 300
