@@ -56,6 +56,9 @@ Functions (all ``@njit`` unless marked Python; n = rows, d = dn + dc, h = tree h
                                          cluster                              O(sum_j L_j) with tables
     pair_dist_lc(ds, a, lc, b), ncp_with_lc(ds, st, c, lc, r)   the same values as pair_dist /
                                          ncp_with, one lookup per categorical QI (use in scans)
+    ncp_with_bounded(ds, st, c, r, bound), ncp_with_lc_bounded(..., lc, r, bound),
+    pair_dist_lc_bounded(ds, a, lc, b, bound)   may stop once the partial sum exceeds bound
+                                         (then return that partial sum); exact when <= bound
     dists_to_record(ds, r, ids, out)     out[i] = d(r, ids[i])            (parallel)        O(m d)
     ncp_with_all(ds, st, c, ids, out)    out[i] = NCP(e_c U {ids[i]})     (parallel)        O(m d)
     partition_il(ds, ec, C) -> float     total IL of labels ec (0..C-1)                     O(n d)
@@ -425,6 +428,65 @@ def ncp_with_lc(ds, st, c, lc, r):
     return s
 
 
+@njit
+def ncp_with_bounded(ds, st, c, r, bound):
+    """ncp_with, but may stop early and return any partial sum > bound once it exceeds bound.
+
+    Terms are non-negative and added in the usual order, so a result <= bound is exact."""
+    s = 0.0
+    for j in range(ds.num.shape[1]):
+        if st.nnull[c, j] or ds.num_null[r, j]:
+            s += ds.null_cost[j]
+        else:
+            v = ds.num[r, j]
+            s += (max(st.nmax[c, j], v) - min(st.nmin[c, j], v)) * ds.inv_range[j]
+    if s > bound:
+        return s
+    for j in range(ds.cat.shape[1]):
+        v = ds.cat[r, j]
+        s += cat_cost(ds, j, min(st.cmin[c, j], v), max(st.cmax[c, j], v))
+        if s > bound:
+            return s
+    return s
+
+
+@njit
+def ncp_with_lc_bounded(ds, st, c, lc, r, bound):
+    """ncp_with_lc with the early stop of ncp_with_bounded."""
+    s = 0.0
+    for j in range(ds.num.shape[1]):
+        if st.nnull[c, j] or ds.num_null[r, j]:
+            s += ds.null_cost[j]
+        else:
+            v = ds.num[r, j]
+            s += (max(st.nmax[c, j], v) - min(st.nmin[c, j], v)) * ds.inv_range[j]
+    if s > bound:
+        return s
+    for j in range(ds.cat.shape[1]):
+        s += lc[ds.leaf_off[j] + ds.cat[r, j]]
+        if s > bound:
+            return s
+    return s
+
+
+@njit
+def pair_dist_lc_bounded(ds, a, lc, b, bound):
+    """pair_dist_lc with the early stop of ncp_with_bounded."""
+    s = 0.0
+    for j in range(ds.num.shape[1]):
+        if ds.num_null[a, j] or ds.num_null[b, j]:
+            s += ds.null_cost[j]
+        else:
+            s += abs(ds.num[a, j] - ds.num[b, j]) * ds.inv_range[j]
+    if s > bound:
+        return s
+    for j in range(ds.cat.shape[1]):
+        s += lc[ds.leaf_off[j] + ds.cat[b, j]]
+        if s > bound:
+            return s
+    return s
+
+
 # --------------------------------------------------------------------------------------------
 # scans shared by the greedy algorithms (deterministic: ties go to the smallest position / id,
 # whatever the number of threads). Each has a serial body over ids[lo:hi]; the public function
@@ -542,7 +604,11 @@ def _smallest_body(ds, st, c, lc, use_lc, ids, lo, hi, B, out_cost, out_ids):
     cnt = 0
     for i in range(lo, hi):
         r = ids[i]
-        v = ncp_with_lc(ds, st, c, lc, r) if use_lc else ncp_with(ds, st, c, r)
+        bound = out_cost[B - 1] if cnt == B else np.inf
+        if use_lc:
+            v = ncp_with_lc_bounded(ds, st, c, lc, r, bound)
+        else:
+            v = ncp_with_bounded(ds, st, c, r, bound)
         if cnt < B or v <= out_cost[B - 1]:
             cnt = _insert_sorted(out_cost, out_ids, cnt, B, v, r)
     return cnt

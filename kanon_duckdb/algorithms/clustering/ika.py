@@ -28,8 +28,8 @@ import numpy as np
 
 from ..._numba_config import njit
 from ..base import Algorithm, Partition, QIData, no_progress
-from ._ncp import (_insert_sorted, build_ncp_data, leaf_costs_of_record, pair_dist, pair_dist_lc,
-                   run_in_chunks)
+from ._ncp import (_insert_sorted, build_ncp_data, leaf_costs_of_record, pair_dist,
+                   pair_dist_lc_bounded, run_in_chunks)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -82,7 +82,11 @@ def _ika_clusters(ds, U, pos, mind, centroid, state, ec, k, max_clusters, bc, bi
             leaf_costs_of_record(ds, s, lc)
         for p in range(m):
             r = U[p]
-            d = pair_dist_lc(ds, s, lc, r) if use_lc else pair_dist(ds, s, r)
+            if use_lc:  # stop early once d can neither lower mind[r] nor enter the buffer
+                bound = max(mind[r], bc[B - 1] if (B > 0 and cnt == B) else np.inf)
+                d = pair_dist_lc_bounded(ds, s, lc, r, bound)
+            else:
+                d = pair_dist(ds, s, r)
             if d < mind[r]:
                 mind[r] = d
             if B > 0:

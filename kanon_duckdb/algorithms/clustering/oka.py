@@ -31,7 +31,8 @@ import numpy as np
 
 from ..._numba_config import njit
 from ..base import Algorithm, Partition, QIData, no_progress
-from ._ncp import add_record, build_ncp_data, cat_cost, ncp_with, new_stats, run_in_chunks
+from ._ncp import (add_record, build_ncp_data, cat_cost, ncp_with, ncp_with_bounded, new_stats,
+                   run_in_chunks)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -39,10 +40,11 @@ from ._ncp import add_record, build_ncp_data, cat_cost, ncp_with, new_stats, run
 
 @njit
 def _nearest_cluster(ds, st, r, C):
+    """Lowest-id cluster minimising NCP(e U {r}); partial sums >= the best so far stop early."""
     best = -1
     bv = np.inf
     for c in range(C):
-        v = ncp_with(ds, st, c, r)
+        v = ncp_with_bounded(ds, st, c, r, bv)
         if v < bv:
             bv = v
             best = c
