@@ -199,3 +199,15 @@ def test_cof_mondrian_through_sql():
         assert "n_outliers" in det
     finally:
         con.close()
+
+
+def test_large_groups_take_the_row_parallel_path_with_same_result(monkeypatch):
+    data = naive.random_qidata(np.random.default_rng(9), 90, 2, 2, max_value=20)
+    ds = build_ncp_data(data)
+    ec = (np.arange(90) % 3).astype(np.int64)
+    want = cof_mondrian.cof_scores(ds, ec, 5)
+    monkeypatch.setattr(cof_mondrian, "BIG_GROUP", 10)
+    seen = []
+    got = cof_mondrian.cof_scores(ds, ec, 5, seen.append)
+    assert np.array_equal(got, want)
+    assert seen and seen[-1] == pytest.approx(1.0)

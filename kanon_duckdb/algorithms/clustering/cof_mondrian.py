@@ -33,7 +33,7 @@ import numpy as np
 from ..base import Algorithm, Partition, QIData, no_progress
 from ..mondrian import partition_rows
 from ._ncp import build_ncp_data
-from .cof_mondrian_kernels import cof_all_groups, merge_into_nearest
+from .cof_mondrian_kernels import ac_rows, cof_all_groups, cof_from_ac, knn_rows, merge_into_nearest
 
 
 def group_members(ec: np.ndarray):
@@ -45,11 +45,34 @@ def group_members(ec: np.ndarray):
     return members, start
 
 
-def cof_scores(ds, ec: np.ndarray, n_neighbors: int) -> np.ndarray:
+BIG_GROUP = 2048  # groups above this size are done row-parallel, in chunks
+
+
+def cof_scores(ds, ec: np.ndarray, n_neighbors: int, progress=no_progress) -> np.ndarray:
     """COF of every row within its class of ``ec``: float64 (n,)."""
     members, start = group_members(ec)
+    sizes = np.diff(start)
     out = np.empty(ec.shape[0])
-    cof_all_groups(ds, members, start, int(n_neighbors), out)
+    small = np.flatnonzero(sizes <= BIG_GROUP).astype(np.int64)
+    cof_all_groups(ds, members, start, small, int(n_neighbors), out)
+    big = np.flatnonzero(sizes > BIG_GROUP)
+    work = float(sum(int(sizes[g]) ** 2 for g in big)) or 1.0
+    done = 0.0
+    for g in big:
+        ids = members[start[g]:start[g + 1]]
+        m = ids.size
+        r = min(int(n_neighbors), m - 1)
+        nbr = np.empty((m, r), dtype=np.int64)
+        ac = np.empty(m)
+        step = max(1, 20_000_000 // m)  # ~20M distances per kernel call
+        for a0 in range(0, m, step):
+            knn_rows(ds, ids, r, a0, min(m, a0 + step), nbr)
+            done += min(step, m - a0) * m
+            progress(done / work)
+        ac_rows(ds, ids, nbr, r, 0, m, ac)
+        loc = np.empty(m)
+        cof_from_ac(nbr, ac, r, loc)
+        out[ids] = loc
     return out
 
 
@@ -86,7 +109,7 @@ def run(data: QIData, k: int, seed: int, params: dict, progress=no_progress) -> 
     ec = partition_rows(data, k).astype(np.int64)
     progress(0.3)
     ds = build_ncp_data(data)
-    cof = cof_scores(ds, ec, n_neighbors)
+    cof = cof_scores(ds, ec, n_neighbors, lambda f: progress(0.3 + 0.5 * f))
     progress(0.8)
     out = pick_outliers(ec, cof, k, threshold)
     C = int(ec.max()) + 1

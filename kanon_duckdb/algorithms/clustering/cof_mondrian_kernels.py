@@ -11,26 +11,41 @@ Within one group of records (a Mondrian partition) with r = min(n_neighbors, m -
 - COF(p) = r · ac-dist(p) / sum_{o in N(p)} ac-dist(o)  (1 = as connected as its neighbours).
 
 When every neighbour has ac-dist 0 (duplicates), COF is 1 if ac-dist(p) is 0 too, else +inf.
-Cost per group of m records: O(m² d) for the neighbour lists plus O(m r² d) for the paths. Memory
-O(m r) per group. Groups are independent and run in parallel.
+Cost per group of m records: O(m² d) for the neighbour lists (partial selection, no sort) plus
+O(m r² d) for the paths. Memory O(m r) per group. Small groups run in parallel, one task each; a
+large group (a Mondrian partition that no cut could split, e.g. many duplicate rows) runs in
+parallel over its rows, in chunks of rows so that progress is reported and Ctrl-C is honoured.
 """
 import numpy as np
 from numba import prange
 
 from ..._numba_config import njit, njit_parallel
-from ._ncp import add_record, il_increase, new_stats, pair_dist
+from ._ncp import add_record, il_increase, leaf_costs_of_record, new_stats, pair_dist, pair_dist_lc
 
 
 @njit
-def _knn(ds, ids, r, nbr, dbuf):
-    """nbr[a, :] = positions (in ids) of the r nearest records of ids[a]."""
+def _knn_row(ds, ids, a, r, nbr, lc):
+    """nbr[a, :] = positions (in ids) of the r nearest records of ids[a], nearest first; ties go
+    to the earlier position. Partial selection: O(m) distances, a sorted buffer of r."""
     m = ids.shape[0]
-    for a in range(m):
-        for b in range(m):
-            dbuf[b] = np.inf if a == b else pair_dist(ds, ids[a], ids[b])
-        order = np.argsort(dbuf[:m], kind="mergesort")
-        for t in range(r):
-            nbr[a, t] = order[t]
+    p = ids[a]
+    leaf_costs_of_record(ds, p, lc)
+    bd = np.full(r, np.inf)
+    bi = np.full(r, -1, dtype=np.int64)
+    for b in range(m):
+        if b == a:
+            continue
+        d = pair_dist_lc(ds, p, lc, ids[b])
+        if d < bd[r - 1] or bi[r - 1] < 0:
+            t = r - 1
+            while t > 0 and (bd[t - 1] > d or bi[t - 1] < 0):
+                bd[t] = bd[t - 1]
+                bi[t] = bi[t - 1]
+                t -= 1
+            bd[t] = d
+            bi[t] = b
+    for t in range(r):
+        nbr[a, t] = bi[t]
 
 
 @njit
@@ -71,11 +86,18 @@ def cof_group(ds, ids, n_neighbors, out):
             out[a] = 1.0
         return
     nbr = np.empty((m, r), dtype=np.int64)
-    dbuf = np.empty(m)
-    _knn(ds, ids, r, nbr, dbuf)
+    lc = np.empty(ds.leaf_off[-1])
+    for a in range(m):
+        _knn_row(ds, ids, a, r, nbr, lc)
     ac = np.empty(m)
     for a in range(m):
         ac[a] = _ac_dist(ds, ids, a, nbr, r)
+    _cof_from_ac(nbr, ac, r, out)
+
+
+@njit
+def _cof_from_ac(nbr, ac, r, out):
+    m = ac.shape[0]
     for a in range(m):
         s = 0.0
         for t in range(r):
@@ -89,14 +111,14 @@ def cof_group(ds, ids, n_neighbors, out):
 
 
 @njit_parallel
-def cof_all_groups(ds, members, start, n_neighbors, out):
-    """COF of every record, computed within its group.
+def cof_all_groups(ds, members, start, groups, n_neighbors, out):
+    """COF of every record of the listed groups, computed within its group (one task per group).
 
     members int64 (n,) IN records grouped by class; start int64 (G+1,) IN group boundaries;
-    out float64 (n,) OUT COF per record (indexed by record id).
+    groups int64 IN the groups to do; out float64 (n,) OUT COF per record (by record id).
     """
-    G = start.shape[0] - 1
-    for g in prange(G):
+    for q in prange(groups.shape[0]):
+        g = groups[q]
         s = start[g]
         e = start[g + 1]
         ids = members[s:e]
@@ -130,3 +152,25 @@ def merge_into_nearest(ds, ec, C, is_out, outliers):
                 best = c
         add_record(ds, st, best, r)
         ec[r] = best
+
+
+@njit_parallel
+def knn_rows(ds, ids, r, a0, a1, nbr):
+    """nbr[a] for rows a0 <= a < a1 of one (large) group, in parallel over rows."""
+    L = ds.leaf_off[-1]
+    for a in prange(a0, a1):
+        lc = np.empty(L)
+        _knn_row(ds, ids, a, r, nbr, lc)
+
+
+@njit_parallel
+def ac_rows(ds, ids, nbr, r, a0, a1, ac):
+    """ac[a] = ac-dist of row a for a0 <= a < a1 of one (large) group, in parallel over rows."""
+    for a in prange(a0, a1):
+        ac[a] = _ac_dist(ds, ids, a, nbr, r)
+
+
+@njit
+def cof_from_ac(nbr, ac, r, out):
+    """COF of every row of a group from its neighbour lists and ac-dists (out float64 (m,))."""
+    _cof_from_ac(nbr, ac, r, out)
