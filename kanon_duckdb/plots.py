@@ -48,11 +48,13 @@ def _series(rows, metric):
     return {a: tuple(map(list, zip(*sorted(pts)))) for a, pts in out.items()}
 
 
-def _draw(ax, rows, metric, label, logy, title=None):
+def _draw(ax, rows, metric, label, logy, title=None, baseline=None):
     series = _series(rows, metric)
     ks = sorted({r["k"] for r in rows})
     for i, (algo, (xs, ys)) in enumerate(sorted(series.items())):
         ax.plot(xs, ys, marker=_MARKERS[i % len(_MARKERS)], label=algo, linewidth=1.6, markersize=5)
+    if baseline is not None:
+        ax.axhline(baseline, color="black", linestyle="--", linewidth=1.2, label="raw data")
     if len(ks) > 1 and ks[-1] / max(ks[0], 1) >= 8:
         ax.set_xscale("log")
     ax.set_xticks(ks)
@@ -73,19 +75,23 @@ def _draw(ax, rows, metric, label, logy, title=None):
         ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
 
 
-def plot_report(rows, out_dir, title=""):
+def plot_report(rows, out_dir, title="", extra=(), baselines=None):
     """Write one PNG per metric present in ``rows`` plus ``overview.png``.
 
     rows: list of dicts with keys algo, k and the METRICS columns (None = missing).
+    extra: more (column, axis label, log y) to plot, e.g. classifier accuracy columns.
+    baselines: {column: value} drawn as a dashed "raw data" line (e.g. accuracy on raw data).
     Returns {metric: path} (and 'overview').
     """
     plt = require_matplotlib()
     os.makedirs(out_dir, exist_ok=True)
+    baselines = baselines or {}
     paths = {}
-    present = [(m, lab, logy) for m, lab, logy in METRICS if _series(rows, m)]
+    present = [(m, lab, logy) for m, lab, logy in tuple(METRICS) + tuple(extra) if _series(rows, m)]
     for metric, label, logy in present:
         fig, ax = plt.subplots(figsize=(6.0, 4.2), dpi=100)
-        _draw(ax, rows, metric, label, logy, title=f"{label} vs k" + (f" ({title})" if title else ""))
+        _draw(ax, rows, metric, label, logy, title=f"{label} vs k" + (f" ({title})" if title else ""),
+              baseline=baselines.get(metric))
         fig.tight_layout()
         path = os.path.join(out_dir, f"{metric}.png")
         fig.savefig(path)
@@ -96,12 +102,14 @@ def plot_report(rows, out_dir, title=""):
         nrow = math.ceil(len(present) / ncol)
         fig, axes = plt.subplots(nrow, ncol, figsize=(5.0 * ncol, 3.6 * nrow), dpi=90, squeeze=False)
         for ax, (metric, label, logy) in zip(axes.flat, present):
-            _draw(ax, rows, metric, label, logy)
+            _draw(ax, rows, metric, label, logy, baseline=baselines.get(metric))
         for ax in list(axes.flat)[len(present):]:
             ax.axis("off")
         if title:
             fig.suptitle(title)
-        fig.tight_layout()
+            fig.tight_layout(rect=(0, 0, 1, 1 - 0.35 / (3.6 * nrow)))
+        else:
+            fig.tight_layout()
         path = os.path.join(out_dir, "overview.png")
         fig.savefig(path)
         plt.close(fig)

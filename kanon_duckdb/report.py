@@ -200,21 +200,41 @@ def _warm_up(con, source_sql, algos, qi, seed, on_progress):
         con.execute(f"DROP TABLE IF EXISTS {warm}")
 
 
-def _write_table(con, rows):
-    cols = ", ".join(f"{quote_ident(c)} {_SQL_TYPES.get(c, 'DOUBLE')}" for c in COLUMNS)
+def _ml_label(column):
+    metric, model = column.split("_", 1)
+    return f"{'Accuracy' if metric == 'accuracy' else 'F-measure'} ({model}, trained on anonymized)"
+
+
+def _classify(con, source_name, anon_name, label, models, seed, row, baseline):
+    """Add accuracy_<m>/f1_<m> of classifiers trained on the anonymized table to ``row``."""
+    from .ml_utility import classification_utility
+    try:
+        res = classification_utility(con, source_name, anon_name, label, models=models, seed=seed)
+    except Exception as exc:
+        row["error"] = "; ".join(filter(None, [row.get("error"), f"classifiers: {_first_line(exc)}"]))
+        return
+    for r in res:
+        row[f"accuracy_{r['model']}"] = r["accuracy_anon"]
+        row[f"f1_{r['model']}"] = r["f1_anon"]
+        baseline[f"accuracy_{r['model']}"] = r["accuracy_raw"]
+        baseline[f"f1_{r['model']}"] = r["f1_raw"]
+
+
+def _write_table(con, rows, columns=COLUMNS):
+    cols = ", ".join(f"{quote_ident(c)} {_SQL_TYPES.get(c, 'DOUBLE')}" for c in columns)
     con.execute(f"CREATE OR REPLACE TABLE {quote_ident(REPORT_TABLE)} ({cols})")
     if rows:
-        marks = ", ".join("?" for _ in COLUMNS)
+        marks = ", ".join("?" for _ in columns)
         con.executemany(f"INSERT INTO {quote_ident(REPORT_TABLE)} VALUES ({marks})",
-                        [[r.get(c) for c in COLUMNS] for r in rows])
+                        [[r.get(c) for c in columns] for r in rows])
 
 
-def _write_csv(path, rows):
+def _write_csv(path, rows, columns=COLUMNS):
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(COLUMNS)
+        w.writerow(columns)
         for r in rows:
-            w.writerow(["" if r.get(c) is None else r.get(c) for c in COLUMNS])
+            w.writerow(["" if r.get(c) is None else r.get(c) for c in columns])
 
 
 def _fmt(v):
@@ -225,7 +245,7 @@ def _fmt(v):
     return str(v)
 
 
-def _write_html(path, rows, plots, meta, notes):
+def _write_html(path, rows, plots, meta, notes, columns=COLUMNS):
     out_dir = os.path.dirname(path)
     parts = ["<!DOCTYPE html>", "<html><head><meta charset='utf-8'>",
              f"<title>kanon-duckdb report: {html.escape(meta['table'])}</title>",
@@ -249,11 +269,11 @@ def _write_html(path, rows, plots, meta, notes):
             rel = html.escape(os.path.relpath(p, out_dir))
             parts.append(f"<img src='{rel}' alt='{html.escape(name)} vs k'>")
     parts.append("</div><h2>Results</h2><table><tr>"
-                 + "".join(f"<th>{html.escape(c)}</th>" for c in COLUMNS) + "</tr>")
+                 + "".join(f"<th>{html.escape(c)}</th>" for c in columns) + "</tr>")
     for r in rows:
         parts.append("<tr>" + "".join(
             f"<td class='t'>{html.escape(_fmt(r.get(c)))}</td>" if c in ("algo", "error")
-            else f"<td>{html.escape(_fmt(r.get(c)))}</td>" for c in COLUMNS) + "</tr>")
+            else f"<td>{html.escape(_fmt(r.get(c)))}</td>" for c in columns) + "</tr>")
     parts.append("</table><p>Definitions: GCP and GenTotal-IL are fractions in [0, 1]; DM = sum of "
                  "class sizes squared (+N per suppressed row); C_avg = (N / classes) / k; CM = share "
                  "of rows suppressed or not carrying their class's majority label; query error = "
@@ -265,7 +285,7 @@ def _write_html(path, rows, plots, meta, notes):
 
 
 def build_report(con, table, algos, ks, out_dir, qi=None, label="income", sample=None, seed=0,
-                 queries=1000, keep_tables=False, plots=True, warmup=True,
+                 queries=1000, keep_tables=False, plots=True, warmup=True, ml_models=None,
                  on_progress=None) -> dict:
     """Run every (algo, k) on ``table``, measure, and write CSV, PNGs, HTML and ``kanon_report``.
 
@@ -283,12 +303,17 @@ def build_report(con, table, algos, ks, out_dir, qi=None, label="income", sample
     keep_tables : keep each anonymized table as ``kanon_report_<algo>_k<k>``.
     plots : write the PNG plots (needs matplotlib, extra ``[plot]``).
     warmup : run each algorithm once on 64 rows first, so JIT compilation is not timed.
+    ml_models : classifiers (e.g. ['knn', 'rf']) whose accuracy and F-measure, trained on each
+        anonymized table and tested on held-out raw rows (``classification_utility``, extra
+        ``[ml]``), are added as columns ``accuracy_<m>``, ``f1_<m>``; the raw-data baseline of the
+        same split is in ``ml_baseline`` and drawn as a dashed line.
     on_progress : optional callable(str) told about each run.
 
     Returns
     -------
     dict with keys ``csv``, ``html``, ``plots`` ({metric: png path}), ``table`` ('kanon_report'),
-    ``rows`` (list of dicts, COLUMNS keys) and ``notes`` (list of str).
+    ``rows`` (list of dicts, ``columns`` keys), ``columns`` (COLUMNS plus the classifier columns),
+    ``ml_baseline`` ({column: raw-data value}) and ``notes`` (list of str).
     """
     algos, ks, table_sql, qi = _validate(con, table, _parse_list(algos), _parse_list(ks, int),
                                          label, sample, qi)
@@ -318,6 +343,17 @@ def build_report(con, table, algos, ks, out_dir, qi=None, label="income", sample
     elif queries:
         notes.append("query_workload/workload_error macros are not registered; no query error")
 
+    ml_models = _parse_list(ml_models) or []
+    ml_columns = [f"{m}_{model}" for model in ml_models for m in ("accuracy", "f1")]
+    if ml_models:
+        from .ml_utility import _validate as _ml_validate, require_sklearn
+        require_sklearn()
+        _ml_validate(ml_models, seed, 0.3, "ordinal")
+        if label is None:
+            raise InvalidParameterError("classifier columns need a label column; pass label")
+        notes.append("classifier accuracy / F-measure: trained on the anonymized rows, tested on "
+                     "30% held-out raw rows (classification_utility); dashed line = trained on raw")
+    ml_baseline = {}
     if warmup:
         _warm_up(con, source_sql, algos, qi, seed, on_progress)
         notes.append("each algorithm ran once on 64 rows before timing, so numba compilation "
@@ -340,6 +376,9 @@ def build_report(con, table, algos, ks, out_dir, qi=None, label="income", sample
                     f"(SELECT max(kanon_run) FROM {quote_ident(anon_name)})").fetchall()[0]
                 row.update(run_id=run_id, algo_seconds=algo_s)
                 row.update(_measure(con, anon_name, source_name, k, label, funcs, workload))
+                if ml_models:
+                    _classify(con, source_name, anon_name, label, ml_models, seed, row,
+                              ml_baseline)
             except Exception as exc:  # keep going; the row records the error
                 msg = _first_line(exc)
                 row["error"] = msg
@@ -353,20 +392,26 @@ def build_report(con, table, algos, ks, out_dir, qi=None, label="income", sample
     if not keep_tables:
         con.execute(f"DROP TABLE IF EXISTS {quote_ident(ANON_TABLE)}")
 
-    _write_table(con, rows)
+    columns = list(COLUMNS) + ml_columns
+    _write_table(con, rows, columns)
     csv_path = os.path.join(out_dir, "kanon_report.csv")
-    _write_csv(csv_path, rows)
+    _write_csv(csv_path, rows, columns)
     plot_paths = {}
     if plots:
         from .plots import plot_report
         ok = [r for r in rows if r.get("seconds") is not None]
-        plot_paths = plot_report(ok, out_dir, title=f"{table}, n={n_rows}")
+        plot_paths = plot_report(ok, out_dir, title=f"{table}, n={n_rows}",
+                                 extra=[(c, _ml_label(c), False) for c in ml_columns],
+                                 baselines=ml_baseline)
     html_path = os.path.join(out_dir, "index.html")
     meta = {"table": table, "n_rows": n_rows, "qi": qi, "label": label, "algos": algos, "ks": ks,
             "seed": seed}
-    _write_html(html_path, rows, plot_paths, meta, notes)
+    if ml_baseline:
+        notes.append("raw-data baseline: " + ", ".join(
+            f"{c} {v:.4f}" for c, v in ml_baseline.items()))
+    _write_html(html_path, rows, plot_paths, meta, notes, columns)
     return {"csv": csv_path, "html": html_path, "plots": plot_paths, "table": REPORT_TABLE,
-            "rows": rows, "notes": notes}
+            "rows": rows, "columns": columns, "ml_baseline": ml_baseline, "notes": notes}
 
 
 # --------------------------------------------------------------------------- command line
@@ -396,6 +441,9 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
     parser.add_argument("--keep-tables", action="store_true",
                         help="keep every anonymized table as kanon_report_<algo>_k<k>")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    parser.add_argument("--ml", default=None,
+                        help="comma-separated classifiers (knn,svm,rf,nb,dt,lr) whose accuracy and "
+                             "F-measure on each anonymized table are added (needs kanon-duckdb[ml])")
     parser.add_argument("--no-warmup", action="store_true",
                         help="time the first run of each algorithm with its JIT compilation")
     return parser
@@ -417,7 +465,8 @@ def run_report(args) -> dict:
                            label=None if args.no_label else args.label, sample=args.sample,
                            seed=args.seed, queries=args.queries, keep_tables=args.keep_tables,
                            plots=not args.no_plots,
-                           warmup=not args.no_warmup, on_progress=say)
+                           warmup=not args.no_warmup, ml_models=_parse_list(args.ml),
+                           on_progress=say)
     finally:
         con.close()
     print(f"report: {os.path.abspath(res['html'])}")

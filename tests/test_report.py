@@ -158,3 +158,22 @@ def test_plots_skip_missing_metrics_and_draw_one_line_per_algo(tmp_path):
     import matplotlib.pyplot as plt
     img = plt.imread(paths["gcp"])
     assert img.shape[0] > 200 and img.shape[1] > 300
+
+
+def test_classifier_columns_and_raw_baseline(adult_con, tmp_path):
+    pytest.importorskip("sklearn")
+    adult_con.execute("CREATE OR REPLACE TABLE ml_src AS SELECT * FROM adult LIMIT 1500")
+    res = report.build_report(adult_con, "ml_src", ["mondrian"], [5, 20], str(tmp_path),
+                              queries=0, warmup=False, ml_models=["nb", "dt"])
+    assert res["columns"][-4:] == ["accuracy_nb", "f1_nb", "accuracy_dt", "f1_dt"]
+    for r in res["rows"]:
+        assert r.get("error") is None
+        assert 0.5 < r["accuracy_dt"] <= 1 and 0 <= r["f1_nb"] <= 1
+    assert set(res["ml_baseline"]) == {"accuracy_nb", "f1_nb", "accuracy_dt", "f1_dt"}
+    assert "accuracy_dt" in res["plots"]
+    with open(res["csv"]) as f:
+        header = next(csv.reader(f))
+    assert header == res["columns"]
+    with pytest.raises(InvalidParameterError, match="unknown model"):
+        report.build_report(adult_con, "ml_src", ["mondrian"], [5], str(tmp_path), queries=0,
+                            ml_models=["xgboost"])
