@@ -40,12 +40,11 @@ random draws as arrays, so a seed fixes the result.
 """
 from __future__ import annotations
 
-import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+import numba
 import numpy as np
-
 from numba import prange
 
 from ..._numba_config import njit, njit_parallel
@@ -264,7 +263,7 @@ def _make_stars(init_star, seeds, progress_each):
             raise Stopped()
         return dense_labels(init_star(np.random.default_rng(sd), should_stop))
 
-    workers = max(1, min(len(seeds), os.cpu_count() or 1))
+    workers = max(1, min(len(seeds), numba.get_num_threads()))
     if workers == 1:
         out = []
         for sd in seeds:
