@@ -470,7 +470,9 @@ def run_report(args) -> dict:
     finally:
         con.close()
     print(f"report: {os.path.abspath(res['html'])}")
-    print(f"results: {os.path.abspath(res['csv'])} (and table {res['table']})")
+    where = (f"table {res['table']} in {args.db}" if args.db else
+             f"table {res['table']} not kept: in-memory database, pass --db FILE")
+    print(f"results: {os.path.abspath(res['csv'])} ({where})")
     return res
 
 
