@@ -126,6 +126,9 @@ def ika_labels(data: QIData, k: int, seed: int, progress=no_progress, info: dict
         return np.arange(n, dtype=np.int64)
     ds = build_ncp_data(data)
     C = n // k
+    if C <= 1:  # n < 2k: one class (n < k cannot be made k-anonymous; the caller checks)
+        progress(1.0)
+        return np.zeros(n, dtype=np.int64)
     U = np.arange(n, dtype=np.int64)
     pos = np.arange(n, dtype=np.int64)
     mind = np.full(n, np.inf)

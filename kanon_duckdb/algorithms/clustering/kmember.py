@@ -145,6 +145,9 @@ def kmember_labels(data: QIData, k: int, seed: int, progress=no_progress, cost: 
         return np.arange(n, dtype=np.int64)
     ds = build_ncp_data(data, cost=cost)
     C = n // k
+    if C <= 1:  # n < 2k: one class (n < k cannot be made k-anonymous; the caller checks)
+        progress(1.0)
+        return np.zeros(n, dtype=np.int64)
     st = new_stats(ds, C)
     U = np.arange(n, dtype=np.int64)
     pos = np.arange(n, dtype=np.int64)
