@@ -117,7 +117,7 @@ def _median_cut(W, s, e, j, k, seg_lo, seg_hi, buf):
     m = part[mid]
     below = -np.inf  # largest value strictly below m
     for i in range(mid):
-        if part[i] > below:
+        if below < part[i] < m:
             below = part[i]
     cands = np.empty(2)
     cands[0] = m
