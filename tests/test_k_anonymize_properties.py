@@ -12,7 +12,9 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import kanon_duckdb
 
-LOCAL_ALGOS = ["mondrian"]
+from kanon_duckdb.algorithms import registry
+
+ALGOS = sorted(registry())
 
 
 def random_tree(rnd: random.Random, attr: str, n_leaves: int):
@@ -116,8 +118,8 @@ def con():
     c.close()
 
 
-@pytest.mark.parametrize("algo", LOCAL_ALGOS)
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@pytest.mark.parametrize("algo", ALGOS)
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(t=tables())
 def test_output_is_k_anonymous_truthful_and_complete(con, algo, t):
     n, n_num, n_cat, k, trees, rows, seed = t
