@@ -96,6 +96,17 @@ def test_algorithm1_matches_naive_without_ties(seed, n, dn, k):
     assert naive.same_partition(got, naive_algorithm1(data, k, order))
 
 
+@SETTINGS
+@given(cases(max_n=40))
+def test_algorithm1_matches_naive_with_ties(case):
+    """Integer data with many equal distances: ties go to the smaller record id in both."""
+    data, k, seed = case
+    ds = build_ncp_data(data)
+    got = kab.ncp_clustering(ds, data.n, k, np.random.default_rng(seed))
+    order = np.random.default_rng(seed).permutation(data.n)
+    assert naive.same_partition(got, naive_algorithm1(data, k, order))
+
+
 def test_match_clusters_identical_up_to_renaming():
     a = np.array([0, 0, 1, 1, 2, 2, 2])
     b = np.array([2, 2, 0, 0, 1, 1, 1])

@@ -20,10 +20,13 @@ arithmetic that means anything on cluster ids, so a star moves by this discrete 
 3. repair: clusters left with fewer than k records are dissolved; each of their records joins the
    cheaper (least IL(e ∪ r) - IL(e)) of its two "homes" that survived: the cluster of its BH
    cluster's matched id, or its old star cluster (records in row order, each placement updating
-   its cluster's statistics); when neither survived, the cheapest surviving cluster overall,
-   chosen for all such orphans in parallel against the statistics of the surviving clusters as
-   the move left them (O(orphans · clusters · d), the costly part of a move). Then, for ``kab`` only (``split_large``), every cluster of >= 2k records is
-   re-clustered with Algorithm 1 (the paper's clustering heuristic), so cluster sizes stay near k.
+   its cluster's statistics). Records whose two homes both died ("orphans") come last: for
+   ``kab`` (``split_large``), when there are at least k of them, they are clustered among
+   themselves with Algorithm 1 (the paper's clustering heuristic; O(orphans² / k · d));
+   otherwise each joins the cheapest surviving cluster overall, chosen in parallel against the
+   statistics after the other records were re-homed (O(orphans · clusters · d)). Then, for
+   ``kab`` only, every cluster of >= 2k records is re-clustered with Algorithm 1, so cluster
+   sizes stay between k and 2k-1.
    ``bha`` has no clustering heuristic and keeps the sizes the move produces.
 
 Event horizon (eq. 11): R = fitness(BH) / sum_i fitness(X_i) over all stars (the BH included). The
@@ -174,39 +177,44 @@ def move_and_repair(ds, star, n_star, bh, n_bh, rand, u, k, split_large, order_k
     ncp = np.zeros(n_lab)
     for t in range(na):
         ncp[alive_ids[t]] = cluster_ncp(ds, st, alive_ids[t])
-    # orphans whose two homes both died: best surviving cluster against the statistics as they
-    # are after the move (parallel, independent of each other), added afterwards
+    # orphans: records whose two homes both died; they are placed after the others
+    is_orphan = np.zeros(n, dtype=np.bool_)
     orphans = np.empty(n, dtype=np.int64)
     no = 0
     for i in range(n):
         if not alive[lab[i]] and not alive[home_bh[i]] and not alive[star[i]]:
+            is_orphan[i] = True
             orphans[no] = i
             no += 1
-    dest = np.empty(no, dtype=np.int64)
-    _best_clusters(ds, st, ncp, alive_ids[:na], orphans[:no], dest)
-    for t in range(no):
-        lab[orphans[t]] = -1 - dest[t]  # placeholder, applied below in record order
     for i in range(n):
         v = lab[i]
-        if v < 0:
-            best = -1 - v
-        elif alive[v]:
+        if alive[v] or is_orphan[i]:
             continue
-        else:
-            a = home_bh[i]
-            b = star[i]
-            best = -1
-            bc = np.inf
-            if alive[a]:
-                best = a
-                bc = (st.size[a] + 1) * ncp_with(ds, st, a, i) - st.size[a] * ncp[a]
-            if alive[b]:
-                cb = (st.size[b] + 1) * ncp_with(ds, st, b, i) - st.size[b] * ncp[b]
-                if cb < bc:
-                    best = b
+        a = home_bh[i]
+        b = star[i]
+        best = -1
+        bc = np.inf
+        if alive[a]:
+            best = a
+            bc = (st.size[a] + 1) * ncp_with(ds, st, a, i) - st.size[a] * ncp[a]
+        if alive[b]:
+            cb = (st.size[b] + 1) * ncp_with(ds, st, b, i) - st.size[b] * ncp[b]
+            if cb < bc:
+                best = b
         add_record(ds, st, best, i)
         ncp[best] = cluster_ncp(ds, st, best)
         lab[i] = best
+    if no > 0:
+        if split_large and no >= k:
+            # kab: the orphans are clustered among themselves with Algorithm 1 (fresh ids)
+            ncp_clustering_subset(ds, orphans[:no].copy(), order_keys, k, lab, n_lab)
+        else:
+            # bha (no heuristic), or fewer than k orphans: the cheapest surviving cluster each,
+            # chosen in parallel against the statistics after the other records were re-homed
+            dest = np.empty(no, dtype=np.int64)
+            _best_clusters(ds, st, ncp, alive_ids[:na], orphans[:no], dest)
+            for t in range(no):
+                lab[orphans[t]] = dest[t]
     lab, C = dense_labels(lab)
     if split_large:
         size2 = np.zeros(C, dtype=np.int64)

@@ -6,7 +6,7 @@ cluster when the black-hole repair splits it):
 1. N = floor(m / k) clusters;
 2. pick a random unassigned record r (the next unassigned one in a seeded random order);
 3-5. the cluster is r plus the k-1 unassigned records closest to r (record distance eq. 3, i.e.
-   ``_ncp.pair_dist``; ties go to the record that comes first in the pool);
+   ``_ncp.pair_dist``; ties go to the smaller record id);
 6. repeat until N clusters exist; the m - N·k < k leftovers go each to the cluster whose seed
    (the paper's "centroid" r) is closest.
 
@@ -33,13 +33,16 @@ def _dists_from(ds, r, pool, m, out, lc):
 
 
 @njit
-def _remove_from_pool(pool, where, p, m):
-    """Swap-remove pool[p] (pool holds m records); ``where`` maps record -> pool position."""
-    last = pool[m - 1]
-    rec = pool[p]
-    pool[p] = last
-    where[last] = p
-    where[rec] = -1
+def _compact(pool, where, m):
+    """Drop assigned records (where < 0) from pool[:m], keeping the order; returns the new m."""
+    t = 0
+    for i in range(m):
+        r = pool[i]
+        if where[r] >= 0:
+            pool[t] = r
+            where[r] = t
+            t += 1
+    return t
 
 
 @njit
@@ -47,7 +50,9 @@ def ncp_clustering_chunk(ds, pool, where, state, order, k, n_clusters, max_new, 
                          dist_buf):
     """Form up to ``max_new`` more clusters of Algorithm 1.
 
-    pool     int64 (m,)  IN/OUT unassigned records in pool[:state[0]]
+    pool     int64 (m,)  IN/OUT unassigned records in pool[:state[0]], in increasing record order
+                         (so scans read the data nearly sequentially and ties go to the smaller
+                         record id)
     where    int64 (n,)  IN/OUT position of a record in pool, -1 once assigned
     state    int64 (3,)  IN/OUT [pool size, next position in ``order``, clusters formed so far]
     order    int64 (m,)  IN     records in the seeded random order used to pick seeds
@@ -66,36 +71,38 @@ def ncp_clustering_chunk(ds, pool, where, state, order, k, n_clusters, max_new, 
         r = order[state[1]]
         state[1] += 1
         c = state[2]
-        _remove_from_pool(pool, where, where[r], m)
-        m -= 1
+        where[r] = -1
         labels[r] = c
         seeds[c] = r
         need = k - 1
         if need > 0:
             _dists_from(ds, r, pool, m, dist_buf, lc)
-            if need >= m:
+            # r itself is still in pool[:m]: exclude it by an infinite distance
+            for i in range(m):
+                if pool[i] == r:
+                    dist_buf[i] = np.inf
+                    break
+            avail = m - 1
+            if need >= avail:
                 thr = np.inf
             else:
                 thr = np.partition(dist_buf[:m], need - 1)[need - 1]
-            # take every record strictly below thr, then records at thr in pool order
-            chosen = np.empty(need, dtype=np.int64)
+            # every record strictly below thr, then records at thr in pool (= id) order
             nc = 0
             for i in range(m):
-                if dist_buf[i] < thr:
-                    chosen[nc] = pool[i]
+                if dist_buf[i] < thr and pool[i] != r:
+                    labels[pool[i]] = c
+                    where[pool[i]] = -1
                     nc += 1
-            for i in range(m):
-                if nc >= need:
-                    break
-                if dist_buf[i] == thr:
-                    chosen[nc] = pool[i]
-                    nc += 1
-            for t in range(nc):
-                rec = chosen[t]
-                _remove_from_pool(pool, where, where[rec], m)
-                m -= 1
-                labels[rec] = c
-        state[0] = m
+            if nc < need:
+                for i in range(m):
+                    if nc >= need:
+                        break
+                    if dist_buf[i] == thr and where[pool[i]] >= 0 and pool[i] != r:
+                        labels[pool[i]] = c
+                        where[pool[i]] = -1
+                        nc += 1
+        state[0] = _compact(pool, where, m)
         state[2] = c + 1
         made += 1
     return state[2] >= n_clusters
@@ -134,7 +141,7 @@ def ncp_clustering_subset(ds, ids, order_keys, k, labels, base):
     for i in range(m):
         keys[i] = order_keys[ids[i]]
     order = ids[np.argsort(keys, kind="mergesort")]
-    pool = ids.copy()
+    pool = np.sort(ids)
     where = np.full(n, -1, dtype=np.int64)  # O(n) scratch; subsets are split rarely
     for i in range(m):
         where[pool[i]] = i
