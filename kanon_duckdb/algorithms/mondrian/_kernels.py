@@ -7,8 +7,9 @@ A categorical dimension j has ``tree_of[j] >= 0`` naming its packed tree (see ba
 
 Work is breadth-first: every round processes all open segments in parallel (``prange``); each
 segment either splits into two contiguous halves of ``W``/``perm`` (in place, disjoint slices, so
-no races) or becomes final. Median selection is ``np.partition`` on a copy of the segment's values:
-linear time per node, O(n·d·log n) overall.
+no races) or becomes final. Median selection is a quickselect on a copy of the segment's values: linear
+time per node, O(n·d·log n) overall. Library calls with heavy numba implementations (np.partition,
+np.argsort, np.searchsorted) are replaced by small loops, which keeps the first-call compile short.
 """
 import numpy as np
 from numba import prange
@@ -68,6 +69,56 @@ def _count_le(W, j, s, e, cands, ncand, out):
 
 
 @njit
+def _select(buf, n, kth):
+    """Value of rank ``kth`` (0-based) among buf[:n]; reorders buf. Expected O(n): quickselect
+    with a median-of-three pivot and a three-way partition (duplicate-heavy data stay linear)."""
+    lo = 0
+    hi = n - 1
+    while hi > lo:
+        a = buf[lo]
+        b = buf[(lo + hi) // 2]
+        c = buf[hi]
+        pivot = max(min(a, b), min(max(a, b), c))
+        lt = lo
+        i = lo
+        gt = hi
+        while i <= gt:
+            v = buf[i]
+            if v < pivot:
+                buf[i] = buf[lt]
+                buf[lt] = v
+                lt += 1
+                i += 1
+            elif v > pivot:
+                buf[i] = buf[gt]
+                buf[gt] = v
+                gt -= 1
+            else:
+                i += 1
+        if kth < lt:
+            hi = lt - 1
+        elif kth > gt:
+            lo = gt + 1
+        else:
+            return pivot
+    return buf[kth]
+
+
+@njit
+def _upper_bound(sorted_vals, nb, x):
+    """Index of the first of sorted_vals[:nb] that is >= x (binary search)."""
+    lo = 0
+    hi = nb
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if sorted_vals[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit
 def _tree_cut(W, s, e, j, k, t, leaf_node, leaf_off, parent, leaf_hi, node_off, seg_lo, seg_hi):
     """Cut along the taxonomy: the most balanced allowable boundary between two children of the
     segment's LCA (all leaves of a child stay on one side), or NaN. O((e-s)·log(children))."""
@@ -91,7 +142,7 @@ def _tree_cut(W, s, e, j, k, t, leaf_node, leaf_off, parent, leaf_hi, node_off, 
         return np.nan
     hist = np.zeros(nb, dtype=np.int64)
     for i in range(s, e):
-        hist[np.searchsorted(bounds[:nb], W[i, j])] += 1
+        hist[_upper_bound(bounds, nb, W[i, j])] += 1
     n = e - s
     best_cut = np.nan
     best_bal = -1
@@ -108,17 +159,16 @@ def _tree_cut(W, s, e, j, k, t, leaf_node, leaf_off, parent, leaf_hi, node_off, 
 @njit
 def _median_cut(W, s, e, j, k, seg_lo, seg_hi, buf):
     """Median cut on dimension j: '<= m' or '< m' (m the median), the most balanced allowable
-    one, or NaN. Linear time (np.partition on a copy)."""
+    one, or NaN. Expected linear time (quickselect on a copy)."""
     n = e - s
     for i in range(n):
         buf[i] = W[s + i, j]
     mid = (n - 1) // 2
-    part = np.partition(buf[:n], mid)
-    m = part[mid]
-    below = -np.inf  # largest value strictly below m
+    m = _select(buf, n, mid)
+    below = -np.inf  # largest value strictly below m (after _select, all of buf[:mid] are <= m)
     for i in range(mid):
-        if below < part[i] < m:
-            below = part[i]
+        if below < buf[i] < m:
+            below = buf[i]
     cands = np.empty(2)
     cands[0] = m
     cands[1] = below
@@ -188,10 +238,14 @@ def _process_segment(W, perm, s, e, k, scale, tree_of, leaf_node, leaf_off, pare
     hi = np.empty(d)
     _segment_widths(W, s, e, scale, tree_of, leaf_node, leaf_off, parent, leaf_hi, n_leaves,
                     node_off, w, lo, hi)
-    order = np.argsort(-w)
     buf = np.empty(e - s)
-    for oi in range(d):
-        j = order[oi]
+    tried = np.zeros(d, dtype=np.bool_)
+    for _ in range(d):
+        j = -1  # widest dimension not tried yet
+        for jj in range(d):
+            if not tried[jj] and (j < 0 or w[jj] > w[j]):
+                j = jj
+        tried[j] = True
         if w[j] <= 0.0:
             break
         cut = _choose_cut(W, s, e, j, k, tree_of, leaf_node, leaf_off, parent, leaf_hi,
