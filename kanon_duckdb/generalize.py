@@ -9,13 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import prange
-
-from ._numba_config import njit, njit_parallel
+from ._numba_config import njit
 from .algorithms.base import Partition, QIData
 
 
-@njit_parallel
+@njit
 def _class_stats(ec, n_classes, num, num_null, cat, leaf_node, leaf_off, parent, leaf_hi, node_off):
     n, dn = num.shape
     dc = cat.shape[1]
@@ -49,7 +47,7 @@ def _class_stats(ec, n_classes, num, num_null, cat, leaf_node, leaf_off, parent,
                 lo[c, j] = np.nan
                 hi[c, j] = np.nan
     nodes = np.empty((n_classes, dc), dtype=np.int32)
-    for c in prange(n_classes):
+    for c in range(n_classes):
         for j in range(dc):
             no = node_off[j]
             u = leaf_node[leaf_off[j] + cmin[c, j]]
