@@ -17,6 +17,7 @@ The state lives in arrays so the whole-table run can be done in chunks of cluste
 kernel calls.
 """
 import numpy as np
+
 from ..._numba_config import njit
 from ._ncp import leaf_costs_of_record, pair_dist, pair_dist_lc
 
