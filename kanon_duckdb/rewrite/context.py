@@ -1,0 +1,301 @@
+"""What the rewriter knows about an anonymized table: its QIs, their global ranges and trees.
+
+``RewriteContext`` is plain data handed explicitly to every pass. ``resolve_context`` fills it from
+a database:
+
+- Which columns are QIs: the run record ``kanon_runs`` (``numeric_qi``/``categorical_qi``, or ``qi``)
+  joined through the anonymized table's ``kanon_run`` column; without one, numeric QIs are the
+  columns ``c`` with both ``c_min`` and ``c_max``, categorical QIs the columns with a tree in
+  ``kanon_taxonomy``.
+- Numeric QI ``c``: global range ``min(c_min) .. max(c_max)`` over the anonymized table (a NULL
+  bound means "any value" and is read as that range); integer-valued when the raw column (else
+  ``c_min``) has an integer type.
+- Categorical QI ``c``: its tree in ``kanon_taxonomy(attr, child, parent)``, or the implicit flat
+  tree ``value -> '*'`` over the raw table's distinct values.
+
+Metadata is read through ``con.cursor()``; from inside a UDF that cursor cannot see the caller's
+TEMP tables or uncommitted changes.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import cached_property
+
+from ..errors import DataError, UnknownObjectError, UnsupportedQueryError
+from ..sqlutil import resolve_table, table_columns
+from ..taxonomy import TaxonomyIndex, build_index, flat_index, read_edges
+from .sqlgen import quote
+
+#: Columns the core adds to an anonymized table; never quasi-identifiers.
+INTERNAL_COLUMNS = frozenset({"ec", "ec_size", "kanon_run", "suppressed"})
+
+_INTEGER_TYPES = frozenset({
+    "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT",
+    "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT",
+})
+_FLOAT_TYPES = frozenset({"FLOAT", "DOUBLE", "REAL"})
+
+
+def is_integer_type(sql_type: str) -> bool:
+    t = (sql_type or "").upper()
+    return t in _INTEGER_TYPES or bool(re.fullmatch(r"DECIMAL\(\d+,\s*0\)", t))
+
+
+def is_numeric_type(sql_type: str) -> bool:
+    t = (sql_type or "").upper()
+    return is_integer_type(t) or t in _FLOAT_TYPES or t.startswith("DECIMAL")
+
+
+@dataclass(frozen=True)
+class NumericQI:
+    """A numeric QI ``name`` published as the inclusive range ``[lo_col, hi_col]``."""
+
+    name: str
+    lo_col: str
+    hi_col: str
+    gmin: Fraction
+    gmax: Fraction
+    integer: bool
+    has_null: bool = False  # some rows have NULL bounds, read as [gmin, gmax]
+
+
+@dataclass(frozen=True)
+class CategoricalQI:
+    """A categorical QI ``name`` published as a taxonomy label in column ``column``."""
+
+    name: str
+    column: str
+    taxonomy: TaxonomyIndex
+    numeric_leaves: bool = False  # raw column is numeric: constants and leaves compare as numbers
+    text_labels: bool = True  # anonymized column is VARCHAR (else it is cast before matching)
+
+    @cached_property
+    def leaves(self) -> tuple:
+        """Leaf labels in tree order (the NULL leaf, if any, excluded)."""
+        return tuple(x for x in self.taxonomy.leaf_labels() if x is not None)
+
+    @cached_property
+    def ordinal_leaves(self) -> tuple:
+        """Leaf labels by leaf ordinal (None for a NULL leaf)."""
+        return tuple(self.taxonomy.leaf_labels())
+
+    @cached_property
+    def node_ranges(self) -> tuple:
+        """(node id, label, first leaf ordinal, last leaf ordinal) of every labelled node."""
+        t = self.taxonomy
+        return tuple((u, lab, int(t.leaf_lo[u]), int(t.leaf_hi[u]))
+                     for u, lab in enumerate(t.labels) if lab is not None)
+
+    @cached_property
+    def leaf_set(self) -> frozenset:
+        return frozenset(self.leaves)
+
+    @cached_property
+    def leaf_keys(self) -> tuple:
+        """(leaf, comparison key): the number for numeric leaves (None if not one), else the text."""
+        if not self.numeric_leaves:
+            return tuple((x, x) for x in self.leaves)
+        out = []
+        for x in self.leaves:
+            try:
+                out.append((x, Fraction(str(x).strip())))
+            except ValueError:
+                out.append((x, None))
+        return tuple(out)
+
+
+@dataclass(frozen=True)
+class RewriteContext:
+    """Everything a pass may use. Keys of ``numeric``/``categorical`` are lower-case column names.
+
+    ``numeric_qi``/``categorical_qi`` name every QI of the table (so a reference to any of them is
+    recognised); ``numeric``/``categorical`` hold the details of those the query uses.
+    """
+
+    anon_table: tuple  # (table,) or (db, schema, table): parts of the name, unquoted
+    raw_table: tuple | None = None
+    numeric_qi: frozenset = frozenset()
+    categorical_qi: frozenset = frozenset()
+    numeric: dict = field(default_factory=dict)
+    categorical: dict = field(default_factory=dict)
+    weight: str = "__fraction"
+
+    def kind(self, name: str) -> str | None:
+        """'numeric', 'categorical' or None (not a QI) for a column name."""
+        n = name.lower()
+        if n in self.numeric_qi:
+            return "numeric"
+        if n in self.categorical_qi:
+            return "categorical"
+        return None
+
+    @classmethod
+    def manual(cls, anon_table: str, numeric=None, categorical=None, raw_table=None) -> "RewriteContext":
+        """A context without a database (doctests, unit tests).
+
+        ``numeric``: ``{name: (gmin, gmax, integer)}``; ``categorical``: ``{name: TaxonomyIndex}``.
+
+        >>> ctx = RewriteContext.manual("t_k2", numeric={"age": (20, 59, True)})
+        >>> ctx.kind("AGE"), ctx.numeric["age"].lo_col
+        ('numeric', 'age_min')
+        """
+        nums = {k.lower(): NumericQI(k, f"{k}_min", f"{k}_max", Fraction(lo), Fraction(hi), bool(i))
+                for k, (lo, hi, i) in (numeric or {}).items()}
+        cats = {k.lower(): CategoricalQI(k, k, t) for k, t in (categorical or {}).items()}
+        raw = (raw_table,) if isinstance(raw_table, str) else raw_table
+        return cls((anon_table,), raw, frozenset(nums), frozenset(cats), nums, cats)
+
+
+# ----------------------------------------------------------------------------- resolver
+def table_sql(parts) -> str:
+    """Quoted SQL reference of a table given as name parts."""
+    return ".".join(quote(p) for p in parts)
+
+
+def find_table(cur, name: str) -> tuple:
+    """Name parts of an existing (non-TEMP) table or view: ``(table,)`` when it lives in the
+    current schema, else ``(db, schema, table)``. UnknownObjectError otherwise."""
+    (db, schema, table), _ = resolve_table(cur, name, include_views=True)
+    here = cur.execute("SELECT current_database(), current_schema()").fetchall()[0]
+    return (table,) if (db, schema) == tuple(here) else (db, schema, table)
+
+
+def describe(cur, parts) -> dict:
+    """``{lower name: (name, type)}`` of a table given as name parts."""
+    return {c.lower(): (c, t) for c, t in table_columns(cur, table_sql(parts))}
+
+
+def table_exists(cur, name: str) -> bool:
+    rows = cur.execute(
+        "SELECT count(*) FROM information_schema.tables WHERE lower(table_name) = lower(?)",
+        [name]).fetchall()
+    return rows[0][0] > 0
+
+
+def qi_from_run(cur, anon_cols: dict, anon_parts: tuple):
+    """(numeric, categorical) lower-case QI names from the run record, or None without one."""
+    if "kanon_run" not in anon_cols or not table_exists(cur, "kanon_runs"):
+        return None
+    run_cols = describe(cur, ("kanon_runs",))
+    if "run_id" not in run_cols or not ({"numeric_qi", "qi"} & set(run_cols)):
+        return None
+    wanted = [c for c in ("numeric_qi", "categorical_qi", "qi") if c in run_cols]
+    rows = cur.execute(
+        f"SELECT {', '.join(quote(run_cols[c][0]) for c in wanted)} FROM kanon_runs "
+        f"WHERE run_id IN (SELECT {quote(anon_cols['kanon_run'][0])} FROM {table_sql(anon_parts)}) "
+        f"ORDER BY run_id DESC LIMIT 1").fetchall()
+    if not rows:
+        return None
+    rec = dict(zip(wanted, rows[0]))
+    pairs = _min_max_pairs(anon_cols)
+    if rec.get("numeric_qi") is not None:
+        numeric = [q.lower() for q in rec["numeric_qi"]]
+        categorical = [q.lower() for q in (rec.get("categorical_qi") or [])]
+    else:
+        qi = [q.lower() for q in (rec.get("qi") or [])]
+        numeric = [q for q in qi if q in pairs]
+        categorical = [q for q in qi if q not in pairs]
+    name = anon_parts[-1]
+    for q in numeric:
+        if q not in pairs:
+            raise UnknownObjectError(
+                f"run record lists numeric QI '{q}' but table '{name}' has no '{q}_min'/'{q}_max' columns")
+    for q in categorical:
+        if q not in anon_cols:
+            raise UnknownObjectError(
+                f"run record lists categorical QI '{q}' but table '{name}' has no such column")
+    return frozenset(numeric), frozenset(categorical)
+
+
+def qi_fallback(cur, anon_cols: dict):
+    """Numeric = columns with _min/_max pairs; categorical = columns with a tree in kanon_taxonomy."""
+    numeric = frozenset(_min_max_pairs(anon_cols))
+    with_tree = set()
+    if table_exists(cur, "kanon_taxonomy"):
+        rows = cur.execute("SELECT DISTINCT attr FROM kanon_taxonomy WHERE attr IS NOT NULL").fetchall()
+        with_tree = {r[0].lower() for r in rows}
+    categorical = frozenset(c for c in anon_cols
+                            if c in with_tree and c not in numeric and c not in INTERNAL_COLUMNS)
+    return numeric, categorical
+
+
+def _min_max_pairs(anon_cols: dict) -> set:
+    return {c[:-4] for c in anon_cols if c.endswith("_min") and c[:-4] + "_max" in anon_cols}
+
+
+def resolve_context(con, anon_table: str, raw_table: str | None = None, columns=None,
+                    raw_required: bool = False) -> RewriteContext:
+    """Build the context for ``anon_table`` (and its source ``raw_table``, when known).
+
+    ``columns``: lower-case names the query uses; only those QIs get ranges/trees loaded
+    (None loads every QI). A missing ``raw_table`` is an error only with ``raw_required``.
+    """
+    cur = con.cursor()
+    try:
+        anon = find_table(cur, anon_table)
+        anon_cols = describe(cur, anon)
+        raw = raw_cols = None
+        if raw_table is not None:
+            try:
+                raw = find_table(cur, raw_table)
+                raw_cols = describe(cur, raw)
+            except UnknownObjectError:
+                if raw_required:
+                    raise
+        numeric_qi, categorical_qi = qi_from_run(cur, anon_cols, anon) or qi_fallback(cur, anon_cols)
+        need = set(columns) if columns is not None else set(numeric_qi) | set(categorical_qi)
+        numeric = _load_numeric(cur, anon, anon_cols, raw, raw_cols, sorted(numeric_qi & need))
+        categorical = {q: _load_categorical(cur, q, anon, anon_cols, raw, raw_cols)
+                       for q in sorted(categorical_qi & need)}
+    finally:
+        cur.close()
+    return RewriteContext(anon, raw, numeric_qi, categorical_qi, numeric, categorical)
+
+
+def _load_numeric(cur, anon, anon_cols, raw, raw_cols, names) -> dict:
+    if not names:
+        return {}
+    parts = []
+    for q in names:
+        lo, hi = quote(anon_cols[q + "_min"][0]), quote(anon_cols[q + "_max"][0])
+        parts += [f"min({lo})", f"max({hi})", f"bool_or({lo} IS NULL OR {hi} IS NULL)"]
+    row = cur.execute(f"SELECT {', '.join(parts)} FROM {table_sql(anon)}").fetchall()[0]
+    out = {}
+    for i, q in enumerate(names):
+        gmin, gmax, has_null = row[3 * i: 3 * i + 3]
+        lo_name, lo_type = anon_cols[q + "_min"]
+        hi_name = anon_cols[q + "_max"][0]
+        name, src_type = q, lo_type
+        if raw_cols is not None and q in raw_cols:
+            name, src_type = raw_cols[q]
+        if (gmin is None or gmax is None) and raw_cols is not None and q in raw_cols:
+            gmin, gmax = cur.execute(
+                f"SELECT min({quote(name)}), max({quote(name)}) FROM {table_sql(raw)}").fetchall()[0]
+        if gmin is None or gmax is None:
+            raise DataError(f"numeric QI '{q}': every range in '{anon[-1]}' is NULL and no raw "
+                            f"table gives its global range")
+        try:
+            gmin, gmax = Fraction(gmin), Fraction(gmax)
+        except (TypeError, ValueError):
+            raise UnsupportedQueryError(
+                f"numeric QI '{q}' has type {lo_type}; only numeric ranges can be estimated") from None
+        out[q] = NumericQI(name, lo_name, hi_name, gmin, gmax, is_integer_type(src_type), bool(has_null))
+    return out
+
+
+def _load_categorical(cur, q, anon, anon_cols, raw, raw_cols) -> CategoricalQI:
+    col_name, col_type = anon_cols[q]
+    raw_type = raw_cols[q][1] if raw_cols is not None and q in raw_cols else col_type
+    edges = read_edges(cur, col_name) or (read_edges(cur, q) if q != col_name else [])
+    if edges:
+        tree = build_index(col_name, edges)
+    else:  # implicit flat tree over the raw table's values (else the labels seen)
+        src, src_col = (raw, raw_cols[q][0]) if raw_cols is not None and q in raw_cols else (anon, col_name)
+        values = [r[0] for r in cur.execute(
+            f"SELECT DISTINCT CAST({quote(src_col)} AS VARCHAR) AS v FROM {table_sql(src)} "
+            f"WHERE v IS NOT NULL ORDER BY v").fetchall()]
+        tree = flat_index(col_name, values)
+    return CategoricalQI(col_name, col_name, tree, is_numeric_type(raw_type),
+                         (col_type or "").upper() == "VARCHAR")

@@ -1,0 +1,135 @@
+"""Pass 1: refuse what cannot be estimated, naming the construct.
+
+Supported: ``SELECT <group keys>, <COUNT(*)|COUNT(x)|SUM(x)|AVG(x) and arithmetic on them>
+FROM <one table> [WHERE ...] [GROUP BY <non-QI expressions> | ALL] [ORDER BY ...]`` where ``x``
+and the group keys use non-QI columns only and the WHERE clause is supported by ``fraction``.
+
+>>> import sqlglot
+>>> from .context import RewriteContext
+>>> ctx = RewriteContext.manual("t_k", numeric={"age": (0, 99, True)})
+>>> validate_query(sqlglot.parse_one("SELECT age, COUNT(*) FROM t GROUP BY age"), ctx)
+Traceback (most recent call last):
+...
+kanon_duckdb.errors.UnsupportedQueryError: GROUP BY on numeric quasi-identifier 'age' cannot be estimated; group by non-QI columns only
+"""
+from __future__ import annotations
+
+from sqlglot import exp
+
+from ..errors import UnsupportedQueryError
+from .fraction import predicate_tree
+from .sqlgen import column_names, to_sql
+
+SUPPORTED_AGGREGATES = (exp.Count, exp.Sum, exp.Avg)
+
+
+def _fail(what: str) -> UnsupportedQueryError:
+    return UnsupportedQueryError(
+        f"{what} is not supported by the query rewriter; supported: SELECT COUNT(*)/COUNT(x)/SUM(x)/AVG(x) "
+        f"FROM one table [WHERE ...] [GROUP BY non-QI columns]")
+
+
+def _fname(func) -> str:
+    return func.name.upper() if isinstance(func, (exp.Anonymous, exp.AnonymousAggFunc)) else func.sql_name()
+
+
+def _qis(node, ctx) -> list:
+    return sorted(c for c in column_names(node) if ctx.kind(c))
+
+
+def _qis_outside_aggregates(node, ctx) -> list:
+    return sorted(c.name.lower() for c in node.find_all(exp.Column)
+                  if ctx.kind(c.name) and not c.find_ancestor(exp.AggFunc))
+
+
+def validate_query(expression: exp.Expression, ctx) -> exp.Expression:
+    """Return ``expression`` unchanged, or raise UnsupportedQueryError naming the first problem."""
+    check_query(expression, ctx)
+    return expression
+
+
+def check_query(expression: exp.Expression, ctx):
+    """Raise on the first unsupported construct; return the WHERE clause's predicate tree (or None)."""
+    if isinstance(expression, exp.SetOperation):
+        raise _fail(f"set operation {expression.key.upper()}")
+    if not isinstance(expression, exp.Select):
+        raise _fail(f"a {expression.key.upper()} statement")
+    if expression.args.get("with_"):
+        raise _fail("WITH (common table expression)")
+    for key, what in (("joins", "JOIN"), ("laterals", "LATERAL"), ("having", "HAVING"),
+                      ("qualify", "QUALIFY"), ("limit", "LIMIT"), ("offset", "OFFSET"),
+                      ("distinct", "SELECT DISTINCT"), ("pivots", "PIVOT"), ("windows", "WINDOW"),
+                      ("sample", "SAMPLE"), ("into", "SELECT INTO")):
+        if expression.args.get(key):
+            raise _fail(what)
+    from_ = expression.args.get("from_")
+    if from_ is None:
+        raise _fail("a query without FROM")
+    if not isinstance(from_.this, exp.Table) or not isinstance(from_.this.this, exp.Identifier):
+        raise _fail(f"FROM `{to_sql(from_.this)}` (a subquery or table function)")
+    nodes = list(expression.walk())  # one walk; the checks below filter it
+    for node in nodes:
+        if isinstance(node, (exp.Select, exp.Subquery, exp.Exists)) and node is not expression:
+            raise _fail("a subquery")
+        if isinstance(node, exp.Window):
+            raise _fail("a window function (OVER)")
+        if isinstance(node, exp.Filter):
+            raise _fail("an aggregate FILTER clause (put the condition in WHERE)")
+
+    n_aggregates = 0
+    for agg in (n for n in nodes if isinstance(n, exp.AggFunc)):
+        if not isinstance(agg, SUPPORTED_AGGREGATES):
+            raise _fail(f"aggregate {_fname(agg)}()")
+        if agg.find(exp.Distinct):
+            raise _fail(f"{_fname(agg)}(DISTINCT ...)")
+        if any(a is not agg for a in agg.find_all(exp.AggFunc)):
+            raise _fail("a nested aggregate")
+        qis = _qis(agg, ctx)
+        if qis:
+            raise UnsupportedQueryError(
+                f"{agg.sql_name()}() over quasi-identifier '{qis[0]}' cannot be estimated; "
+                f"aggregate non-QI columns only")
+        n_aggregates += 1
+    if n_aggregates == 0:
+        raise _fail("a query without COUNT/SUM/AVG (row-level results)")
+
+    projections = expression.expressions
+    group = expression.args.get("group")
+    if group is not None:
+        for key in ("rollup", "cube", "grouping_sets"):
+            if group.args.get(key):
+                raise _fail(f"GROUP BY {key.upper().replace('_', ' ')}")
+        for key in group.expressions:
+            if isinstance(key, (exp.Rollup, exp.Cube, exp.GroupingSets)):
+                raise _fail(f"GROUP BY {key.key.upper()}")
+            if isinstance(key, exp.Literal) and not key.is_string:
+                idx = int(key.this) - 1
+                key = projections[idx] if 0 <= idx < len(projections) else key
+            qis = _qis(key, ctx)
+            if qis:
+                raise UnsupportedQueryError(
+                    f"GROUP BY on {ctx.kind(qis[0])} quasi-identifier '{qis[0]}' cannot be estimated; "
+                    f"group by non-QI columns only")
+    for proj in projections:
+        if isinstance(proj, exp.Star) or proj.find(exp.Star) and not proj.find(exp.Count):
+            raise _fail("SELECT *")
+        qis = _qis_outside_aggregates(proj, ctx)
+        if qis:
+            raise UnsupportedQueryError(
+                f"quasi-identifier '{qis[0]}' outside an aggregate in SELECT cannot be estimated "
+                f"(its values are generalized); select aggregates and non-QI group keys only")
+
+    order = expression.args.get("order")
+    if order is not None:
+        for o in order.expressions:
+            qis = _qis_outside_aggregates(o, ctx)
+            if qis:
+                raise UnsupportedQueryError(
+                    f"ORDER BY quasi-identifier '{qis[0]}' cannot be estimated; order by group keys "
+                    f"or aggregates")
+    where = expression.args.get("where")
+    if where is not None:
+        if where.find(exp.AggFunc):
+            raise _fail("an aggregate in WHERE")
+        return predicate_tree(where.this, ctx)  # raises on unsupported predicates on QIs
+    return None

@@ -1,0 +1,309 @@
+"""Query rewriter: fixture files, hand-computed estimates, errors, and the SQL surface.
+
+Fixture files (tests/fixtures/rewrite/<pass>.sql, in the style of sqlglot's optimizer fixtures):
+``# title:`` / ``# execute: true`` / ``# expect: <rows>`` / ``# error: <text>`` lines, then the input
+statement and (except in ``*__invalid.sql``) the expected output, each ending with ``;``. A pass's
+file is checked with RULES up to and including that pass; ``rewrite.sql`` with all of them.
+``execute: true`` runs the query on people_exact (nothing generalized), where the estimate must
+equal the raw answer; ``expect`` runs the expected SQL on people_anon.
+"""
+from __future__ import annotations
+
+import ast
+import doctest
+import importlib
+import math
+import re
+from pathlib import Path
+
+import duckdb
+import pytest
+import sqlglot
+
+from kanon_duckdb.errors import UnknownObjectError, UnsupportedQueryError
+from kanon_duckdb.rewrite import RULES, fraction, kanon_rewrite, query_error_sql, rewrite
+from kanon_duckdb.rewrite.rewriter import context_for
+from kanon_duckdb.rewrite.sqlgen import parse_select, to_sql
+from kanon_duckdb.udfs.query_error import register_query_error
+
+FIXTURES = Path(__file__).parent / "fixtures" / "rewrite"
+META = re.compile(r"#\s*(title|execute|expect|error):\s*(.*)")
+
+
+def people_db():
+    con = duckdb.connect()
+    con.execute((FIXTURES / "_people_db.sql").read_text())
+    register_query_error(con)
+    return con
+
+
+@pytest.fixture(scope="module")
+def con():
+    c = people_db()
+    yield c
+    c.close()
+
+
+def load_statements(path: Path) -> list:
+    """[(meta dict, sql)] in file order; meta comes from the '# key: value' lines before a statement."""
+    out, meta, buf = [], {}, []
+    for line in path.read_text().splitlines():
+        text = line.strip()
+        if not buf and (text.startswith("#") or not text):
+            m = META.match(text)
+            if m:
+                meta[m[1]] = m[2].strip()
+            continue
+        buf.append(line)
+        if text.endswith(";"):
+            out.append((meta, "\n".join(buf).rstrip()[:-1]))
+            meta, buf = {}, []
+    return out
+
+
+def fixture_pairs():
+    for path in sorted(FIXTURES.glob("*.sql")):
+        if path.name.startswith("_") or "__invalid" in path.name:
+            continue
+        stmts = load_statements(path)
+        assert len(stmts) % 2 == 0, f"{path.name}: statements must come in pairs"
+        for (meta, sql), (_, expected) in zip(stmts[::2], stmts[1::2]):
+            yield pytest.param(path.stem, meta, sql, expected, id=f"{path.stem}: {meta.get('title', sql)}")
+
+
+def invalid_cases():
+    for path in sorted(FIXTURES.glob("*__invalid.sql")):
+        for meta, sql in load_statements(path):
+            yield pytest.param(meta["error"], sql, id=meta.get("title", sql))
+
+
+def rules_for(stem: str):
+    names = [r.__name__ for r in RULES]
+    return RULES if stem == "rewrite" else RULES[:names.index(stem) + 1]
+
+
+def normalized(sql: str) -> str:
+    return to_sql(sqlglot.parse_one(sql, dialect="duckdb"))
+
+
+def assert_rows_close(actual, expected):
+    assert len(actual) == len(expected), (actual, expected)
+    for ra, re_ in zip(actual, expected):
+        for a, e in zip(ra, re_):
+            if isinstance(e, float) or isinstance(a, float):
+                assert a is not None and math.isclose(a, e, rel_tol=1e-9, abs_tol=1e-9), (actual, expected)
+            else:
+                assert a == e, (actual, expected)
+
+
+def qe(con, sql, raw="people", anon="people_anon"):
+    """The query_error macro's cursor for ``sql``."""
+    return con.execute("FROM query_error(?, ?, ?)", [sql, raw, anon])
+
+
+def estimate(con, sql, anon):
+    return con.execute(kanon_rewrite(con, sql, anon)).fetchall()
+
+
+def assert_exact(con, sql, raw="people", anon="people_exact"):
+    """On a non-generalized table the estimate equals the raw answer, group by group."""
+    cur = con.execute(query_error_sql(con, sql, raw, anon))
+    cols = [d[0] for d in cur.description]
+    rows = cur.fetchall()
+    ia, ie = cols.index("raw_value"), cols.index("anon_estimate")
+    for row in rows:
+        a, e = row[ia], row[ie]
+        if a is None or e is None:
+            assert a is None and e is None, (sql, row)
+        else:
+            assert math.isclose(float(a), float(e), rel_tol=1e-9, abs_tol=1e-9), (sql, row)
+    return rows
+
+
+# ----------------------------------------------------------------------------- fixtures
+@pytest.mark.parametrize("stem, meta, sql, expected", list(fixture_pairs()))
+def test_rewrite_fixture(con, stem, meta, sql, expected):
+    tree = parse_select(sql)
+    ctx = context_for(con, tree, "people_anon")
+    got = to_sql(rewrite(tree, ctx, rules_for(stem)))
+    assert got == normalized(expected)
+    if meta.get("execute") == "true":
+        assert_exact(con, sql)
+    if "expect" in meta:
+        assert_rows_close(con.execute(expected).fetchall(), ast.literal_eval(meta["expect"]))
+
+
+@pytest.mark.parametrize("message, sql", list(invalid_cases()))
+def test_rewrite_refuses_unsupported_construct(con, message, sql):
+    with pytest.raises(UnsupportedQueryError, match=re.escape(message)):
+        kanon_rewrite(con, sql, "people_anon")
+
+
+def test_rewrite_refuses_several_statements(con):
+    with pytest.raises(UnsupportedQueryError, match="exactly one SQL statement"):
+        kanon_rewrite(con, "SELECT COUNT(*) FROM people; SELECT 1", "people_anon")
+
+
+def test_rewrite_refuses_unparsable_sql(con):
+    with pytest.raises(UnsupportedQueryError, match="cannot parse"):
+        kanon_rewrite(con, "SELECT COUNT(* FROM people", "people_anon")
+
+
+def test_rewrite_pass_doctests():
+    for mod in ("intervals", "fraction", "validate_query", "unqualify_columns", "weight_aggregates",
+                "where_to_fraction", "replace_table", "context", "sqlgen"):
+        m = importlib.import_module(f"kanon_duckdb.rewrite.{mod}")
+        result = doctest.testmod(m)
+        assert result.failed == 0, mod
+
+
+def test_rewrite_passes_do_not_modify_input(con):
+    tree = parse_select("SELECT p.income, COUNT(*) FROM people AS p WHERE p.age > 30 GROUP BY 1")
+    before = to_sql(tree)
+    rewrite(tree, context_for(con, tree, "people_anon"))
+    assert to_sql(tree) == before
+
+
+# ------------------------------------------------------------------ hand-computed cases
+def one_class_db():
+    """Four rows in one class with age 20-29 (raw ages 20, 22, 26, 29)."""
+    c = duckdb.connect()
+    c.execute("""
+        CREATE TABLE t AS SELECT * FROM (VALUES (20, 'a'), (22, 'b'), (26, 'a'), (29, 'b')) v(age, g);
+        CREATE TABLE t_k AS SELECT 20 AS age_min, 29 AS age_max, g FROM t;""")
+    return c
+
+
+def test_rewrite_class_20_29_age_over_24_counts_half_per_row():
+    c = one_class_db()
+    try:
+        assert estimate(c, "SELECT COUNT(*) FROM t WHERE age > 24", "t_k") == [(2.0,)]  # 4 * 5/10
+        # the per-row fraction: 25..29 of 20..29
+        tree = parse_select("SELECT COUNT(*) FROM t WHERE age > 24")
+        per_row = to_sql(fraction(tree.args["where"].this, context_for(c, tree, "t_k")))
+        assert c.execute(f"SELECT DISTINCT {per_row} FROM t_k").fetchall() == [(0.5,)]
+    finally:
+        c.close()
+
+
+def test_rewrite_integer_bounds_of_non_integer_constants():
+    c = one_class_db()
+    try:
+        # age > 24.5 is age >= 25 for an integer column: still 5 of 10 points
+        assert estimate(c, "SELECT COUNT(*) FROM t WHERE age > 24.5", "t_k") == [(2.0,)]
+        # age = 24.5 selects no integer
+        assert estimate(c, "SELECT COUNT(*) FROM t WHERE age = 24.5", "t_k") == [(0,)]
+    finally:
+        c.close()
+
+
+def test_rewrite_fallback_without_run_record():
+    """Without kanon_runs: numeric QIs from _min/_max pairs; g is not a QI, so exact."""
+    c = one_class_db()
+    try:
+        sql = "SELECT g, COUNT(*) FROM t WHERE age BETWEEN 20 AND 21 GROUP BY g ORDER BY g"
+        assert estimate(c, sql, "t_k") == [("a", 0.4), ("b", 0.4)]
+    finally:
+        c.close()
+
+
+def test_rewrite_categorical_leaf_label_is_zero_or_one(con):
+    # rows 5-7 carry the leaf label 'White': a predicate on another leaf gives them 0
+    sql = kanon_rewrite(con, "SELECT COUNT(*) FROM people WHERE race = 'Black' AND age BETWEEN 30 AND 39",
+                        "people_anon")
+    # ec2 (age 30-39, 'White') contributes 0; the suppressed row (20-59, '*'): 10/40 * 1/4
+    assert_rows_close(con.execute(sql).fetchall(), [(0.0625,)])
+
+
+def test_rewrite_suppressed_rows_count_with_full_range(con):
+    sql = kanon_rewrite(con, "SELECT COUNT(*) FROM people WHERE age BETWEEN 20 AND 59 AND edu = 'Bachelors'",
+                        "people_anon")
+    # ec1 'Higher' 4 * 1/3, ec3 '*' 3 * 1/5, suppressed '*' and full age range: 1/5
+    assert_rows_close(con.execute(sql).fetchall(), [(4 / 3 + 3 / 5 + 1 / 5,)])
+
+
+# ------------------------------------------------------------------------ SQL surface
+def test_query_error_macro_reports_raw_estimate_and_error(con):
+    cur = qe(con, "SELECT COUNT(*) FROM people WHERE age > 24")
+    assert [d[0] for d in cur.description] == ["raw_value", "anon_estimate", "rel_error"]
+    assert cur.fetchall() == [(9, 8.875, pytest.approx(0.125 / 9))]
+
+
+def test_query_error_group_by_compares_group_by_group(con):
+    rows = con.execute("""FROM query_error('SELECT income, COUNT(*) AS n FROM people WHERE age > 24
+                           GROUP BY income', 'people', 'people_anon')""").fetchall()
+    assert [r[0] for r in rows] == ["<=50K", ">50K"]
+    assert rows[0][1:3] == (4, 5.0) and rows[1][1:3] == (5, 3.875)
+
+
+def test_query_error_reports_groups_missing_on_one_side(con):
+    # raw: no row has salary > 300 and age 31; the estimate gives row 7 (ec2, ages 30-39) 1/10
+    rows = qe(con, "SELECT income, COUNT(*) FROM people WHERE salary > 300 AND age = 31 GROUP BY income").fetchall()
+    assert rows == [(">50K", None, pytest.approx(0.1), None)]
+
+
+def test_query_error_several_aggregates_give_a_measure_column(con):
+    cur = con.execute("FROM query_error('SELECT COUNT(*), AVG(salary) FROM people WHERE edu = ''Masters''', "
+                      "'people', 'people_anon')")
+    cols = [d[0] for d in cur.description]
+    rows = cur.fetchall()
+    assert cols == ["measure", "raw_value", "anon_estimate", "rel_error"]
+    assert [r[0] for r in rows] == ["AVG(salary)", "COUNT(*)"]
+
+
+def test_query_error_zero_raw_answer_policy(con):
+    # A = 0 and a = 0: rel_error 0; A = 0 and a > 0: NULL (undefined)
+    assert qe(con, "SELECT COUNT(*) FROM people WHERE age > 100").fetchall() == [(0, 0, 0.0)]
+    undefined = qe(con, "SELECT COUNT(*) FROM people WHERE age = 21").fetchall()
+    assert undefined[0][0] == 0 and undefined[0][1] > 0 and undefined[0][2] is None
+
+
+def test_kanon_rewrite_udf_returns_readable_sql(con):
+    sql = con.execute("SELECT kanon_rewrite('SELECT COUNT(*) FROM people WHERE race = ''White''', "
+                      "'people_anon')").fetchall()[0][0]
+    assert "CASE \"race\" WHEN '*' THEN 1 / 4 WHEN 'White' THEN 1 ELSE 0 END" in sql
+    assert con.execute(sql).fetchall() == [(5.0,)]
+
+
+def test_query_error_unsupported_construct_is_a_duckdb_error(con):
+    with pytest.raises(duckdb.Error, match="GROUP BY on numeric quasi-identifier 'age'"):
+        qe(con, "SELECT age, COUNT(*) FROM people GROUP BY age")
+
+
+def test_query_error_unknown_table(con):
+    with pytest.raises(duckdb.Error, match="does not exist"):
+        con.execute("FROM query_error('SELECT COUNT(*) FROM people', 'people', 'no_such_table')")
+    with pytest.raises(UnknownObjectError):
+        query_error_sql(con, "SELECT COUNT(*) FROM people", "nope", "people_anon")
+
+
+def test_query_error_hostile_names_are_quoted():
+    c = duckdb.connect()
+    raw, anon = 'we"ird; t', 'we"ird; k'
+    try:
+        c.execute('CREATE TABLE "we""ird; t" AS SELECT * FROM (VALUES (1, 5), (2, 7)) v("a""ge", x)')
+        c.execute('CREATE TABLE "we""ird; k" AS '
+                  'SELECT 1 AS "a""ge_min", 2 AS "a""ge_max", x FROM "we""ird; t"')
+        register_query_error(c)
+        sql = 'SELECT COUNT(*) FROM "we""ird; t" WHERE "a""ge" = 1'
+        assert c.execute("FROM query_error(?, ?, ?)", [sql, raw, anon]).fetchall() == [(1, 1.0, 0.0)]
+    finally:
+        c.close()
+
+
+def test_register_query_error_is_idempotent_and_lists_macros(con):
+    register_query_error(con)
+    register_query_error(con)
+    kinds = dict(con.execute(
+        "SELECT function_name, function_type FROM duckdb_functions() WHERE function_name IN "
+        "('query_error', 'query_workload', 'workload_error', 'workload_query_errors', 'kanon_rewrite', "
+        "'kanon_rel_error')").fetchall())
+    assert kinds == {"query_error": "table_macro", "query_workload": "table_macro",
+                     "workload_error": "table_macro", "workload_query_errors": "table_macro",
+                     "kanon_rewrite": "scalar", "kanon_rel_error": "macro"}
+
+
+def test_kanon_rel_error_macro(con):
+    got = con.execute("SELECT kanon_rel_error(10, 8), kanon_rel_error(0, 0), kanon_rel_error(0, 1), "
+                      "kanon_rel_error(-4, -2), kanon_rel_error(NULL, 1)").fetchall()
+    assert got == [(0.2, 0.0, None, 0.5, None)]
