@@ -7,20 +7,25 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import naive
 from kanon_duckdb.algorithms.base import QIData
 from kanon_duckdb.algorithms.clustering import cof_mondrian
-from kanon_duckdb.algorithms.clustering._ncp import build_ncp_data
+from kanon_duckdb.algorithms.clustering._ncp import build_ncp_data, pair_dist
 from kanon_duckdb.algorithms.mondrian import partition_rows
 from kanon_duckdb.generalize import generalize
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def naive_cof(data, rows, n_neighbors):
-    """COF (Tang et al. 2002) of each row of ``rows``, straight from the definitions."""
+def naive_cof(data, rows, n_neighbors, dist=None):
+    """COF (Tang et al. 2002) of each row of ``rows``, straight from the definitions.
+
+    ``dist`` defaults to the brute-force NCP distance; on data with equal distances pass the
+    kernel's own distance, so that float rounding cannot reorder ties differently.
+    """
     rows = list(rows)
     r = min(n_neighbors, len(rows) - 1)
     if r < 1:
         return {p: 1.0 for p in rows}
-    dist = lambda a, b: naive.naive_pair_dist(data, a, b)
+    if dist is None:
+        dist = lambda a, b: naive.naive_pair_dist(data, a, b)
     nbrs = {}
     for p in rows:
         others = [q for q in rows if q != p]
@@ -77,7 +82,7 @@ def test_cof_is_computed_within_each_class(seed, n):
     got = cof_mondrian.cof_scores(ds, ec, 4)
     for c in np.unique(ec):
         rows = np.flatnonzero(ec == c)
-        want = naive_cof(data, rows, 4)
+        want = naive_cof(data, rows, 4, dist=lambda a, b: pair_dist(ds, a, b))
         for p in rows:
             assert got[p] == pytest.approx(want[p], rel=1e-9) or (np.isinf(got[p]) and np.isinf(want[p]))
 

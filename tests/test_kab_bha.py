@@ -8,7 +8,7 @@ import naive
 from kanon_duckdb.algorithms.clustering import bha, kab
 from kanon_duckdb.algorithms.clustering._blackhole import (dense_labels, fitness, match_clusters,
                                                            move_and_repair)
-from kanon_duckdb.algorithms.clustering._ncp import build_ncp_data
+from kanon_duckdb.algorithms.clustering._ncp import build_ncp_data, pair_dist
 from kanon_duckdb.generalize import generalize
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -62,9 +62,15 @@ def test_kab_class_sizes_between_k_and_2k_minus_1(case):
     assert sizes.max() <= max(2 * k - 1, data.n if data.n < 2 * k else 0)
 
 
-def naive_algorithm1(data, k, order):
-    """KAB Fig. 2 straight from the text: seeds in ``order``, k-1 nearest unassigned records."""
+def naive_algorithm1(data, k, order, dist=None):
+    """KAB Fig. 2 straight from the text: seeds in ``order``, k-1 nearest unassigned records.
+
+    ``dist`` defaults to the brute-force NCP distance; with equal distances pass the kernel's
+    own, so that float rounding cannot order ties differently.
+    """
     n = data.n
+    if dist is None:
+        dist = lambda a, b: naive.naive_pair_dist(data, a, b)
     assigned = np.zeros(n, bool)
     clusters, seeds = [], []
     it = iter(order)
@@ -72,12 +78,12 @@ def naive_algorithm1(data, k, order):
         r = next(x for x in it if not assigned[x])
         assigned[r] = True
         rest = [x for x in range(n) if not assigned[x]]
-        near = sorted(rest, key=lambda x: naive.naive_pair_dist(data, r, x))[:k - 1]
+        near = sorted(rest, key=lambda x: dist(r, x))[:k - 1]
         assigned[near] = True
         clusters.append([r] + near)
         seeds.append(r)
     for x in np.flatnonzero(~assigned):
-        best = min(range(len(seeds)), key=lambda c: naive.naive_pair_dist(data, x, seeds[c]))
+        best = min(range(len(seeds)), key=lambda c: dist(x, seeds[c]))
         clusters[best].append(int(x))
     ec = np.empty(n, np.int64)
     for c, e in enumerate(clusters):
@@ -104,7 +110,8 @@ def test_algorithm1_matches_naive_with_ties(case):
     ds = build_ncp_data(data)
     got = kab.ncp_clustering(ds, data.n, k, np.random.default_rng(seed))
     order = np.random.default_rng(seed).permutation(data.n)
-    assert naive.same_partition(got, naive_algorithm1(data, k, order))
+    assert naive.same_partition(got, naive_algorithm1(data, k, order,
+                                                      dist=lambda a, b: pair_dist(ds, a, b)))
 
 
 def test_match_clusters_identical_up_to_renaming():
