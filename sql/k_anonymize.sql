@@ -47,12 +47,14 @@ SELECT
         alias(COLUMNS(lambda x: x = '__kanon_pf' OR list_contains(__kanon_plan(tbl, qi, "numeric", categorical).float_qi, x))))) AS '\0_max',
     list_extract(__kanon_c.labels, list_position(__kanon_plan(tbl, qi, "numeric", categorical).cat_qi,
         alias(COLUMNS(lambda x: x = '__kanon_pc' OR list_contains(__kanon_plan(tbl, qi, "numeric", categorical).cat_qi, x))))) AS '\0',
-    __kanon_assign.ec AS ec,
+    CASE WHEN __kanon_src.__kanon_rid IS DISTINCT FROM __kanon_assign.rid
+         THEN error('k_anonymize: the table changed while it was being anonymized; run it again')
+         ELSE __kanon_assign.ec END AS ec,
     __kanon_c.size AS ec_size,
     __kanon_c.suppressed AS suppressed,
     __kanon_run_id AS kanon_run
 FROM __kanon_src
-JOIN __kanon_assign ON __kanon_src.__kanon_rid = __kanon_assign.rid
+POSITIONAL JOIN __kanon_assign
 JOIN __kanon_classes ON __kanon_assign.ec = __kanon_c.ec
 )
 SELECT * EXCLUDE (__kanon_pn, __kanon_pi_min, __kanon_pi_max, __kanon_pf_min, __kanon_pf_max, __kanon_pc)
