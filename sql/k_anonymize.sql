@@ -48,7 +48,7 @@ SELECT
     list_extract(__kanon_c.labels, list_position(__kanon_plan(tbl, qi, "numeric", categorical).cat_qi,
         alias(COLUMNS(lambda x: x = '__kanon_pc' OR list_contains(__kanon_plan(tbl, qi, "numeric", categorical).cat_qi, x))))) AS '\0',
     CASE WHEN __kanon_src.__kanon_rid IS DISTINCT FROM __kanon_assign.rid
-         THEN error('k_anonymize: the table changed while it was being anonymized; run it again')
+         THEN error('k_anonymize: rows were not scanned in table order (the table changed during the call, or SET preserve_insertion_order = true is needed); run it again')
          ELSE __kanon_assign.ec END AS ec,
     __kanon_c.size AS ec_size,
     __kanon_c.suppressed AS suppressed,
