@@ -15,14 +15,7 @@ import numpy as np
 from numba import prange
 
 from ..._numba_config import njit, njit_parallel
-
-
-@njit
-def _lca(leaf_node, parent, leaf_hi, lo, hi):
-    u = leaf_node[lo]
-    while leaf_hi[u] < hi:
-        u = parent[u]
-    return u
+from ...taxonomy.tree import lca_of_range as _lca
 
 
 @njit
