@@ -371,8 +371,11 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     d.add_argument("--param", action="append", type=_name_value, metavar="NAME=VALUE",
                    help="algorithm parameter (repeatable), e.g. --param max_suppression=0.02")
-    d.add_argument("--report", metavar="DIR",
-                   help="also write the report (metrics CSV, plots, index.html) to DIR")
+    d.add_argument("--report", metavar="DIR", default="kanon-demo-report",
+                   help="where to write the report of these runs (metrics CSV, plots with the "
+                        "[plot] extra, index.html; default: ./kanon-demo-report)")
+    d.add_argument("--no-report", dest="report", action="store_const", const=None,
+                   help="do not write the report")
 
     s = sub.add_parser("shell", help="SQL shell with every kanon-duckdb function registered",
                        description="Interactive SQL on a terminal (line editing, history in "

@@ -8,6 +8,7 @@ stay in that database file for a later ``kanon-duckdb shell``.
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -105,7 +106,7 @@ def _write_report(con, algo, ks, qi, seed, report_dir, out) -> None:
     plots = importlib.util.find_spec("matplotlib") is not None
     res = build_report(con, "adult", [algo], ks, report_dir, qi=qi, seed=seed, warmup=False,
                        plots=plots)
-    where = res.get("html") or res.get("csv") or report_dir
+    where = os.path.abspath(res.get("html") or res.get("csv") or report_dir)
     print(f"report: {where}" + ("" if plots else " (no plots: pip install 'kanon-duckdb[plot]')"),
           file=out)
 

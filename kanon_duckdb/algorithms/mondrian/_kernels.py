@@ -16,6 +16,8 @@ from numba import prange
 
 from ..._numba_config import njit, njit_parallel
 from ...taxonomy.tree import lca_of_range as _lca
+TIE = 0.05  # dimensions within 5 % of the widest normalized width compete on NCP gain
+
 
 
 @njit
@@ -112,16 +114,29 @@ def _upper_bound(sorted_vals, nb, x):
 
 
 @njit
-def _tree_cut(W, s, e, j, k, t, leaf_node, leaf_off, parent, leaf_hi, node_off, seg_lo, seg_hi):
-    """Cut along the taxonomy: the most balanced allowable boundary between two children of the
-    segment's LCA (all leaves of a child stay on one side), or NaN. O((e-s)·log(children))."""
+def _side_ncp(n_nonempty, only_child, u, n_leaves, no):
+    """NCP bound of one side of a tree cut: the single non-empty child's, else the LCA's."""
+    node = only_child if n_nonempty == 1 else u
+    nl = n_leaves[no + node]
+    return 0.0 if nl <= 1 else nl / n_leaves[no]
+
+
+@njit
+def _tree_cut(W, s, e, j, k, t, leaf_node, leaf_off, parent, leaf_hi, n_leaves, node_off, seg_lo,
+              seg_hi):
+    """Cut along the taxonomy between two children of the segment's LCA (all leaves of a child
+    stay on one side) and its cost, or (NaN, inf). Among allowable boundaries the one with the least row-weighted NCP
+    of the two sides wins (a side left with one child drops to that child), then the most
+    balanced. O((e-s)·log(children))."""
     no = node_off[t]
     lf = leaf_node[leaf_off[t]:leaf_off[t + 1]]
     par = parent[no:node_off[t + 1]]
     lh = leaf_hi[no:node_off[t + 1]]
     u = _lca(lf, par, lh, int(seg_lo[j]), int(seg_hi[j]))
     # boundaries = last leaf of each child of u that intersects the segment's leaf range
-    bounds = np.empty(int(seg_hi[j]) - int(seg_lo[j]) + 1)
+    nmax = int(seg_hi[j]) - int(seg_lo[j]) + 1
+    bounds = np.empty(nmax)
+    kids = np.empty(nmax, dtype=np.int64)
     nb = 0
     leaf = int(seg_lo[j])
     while leaf <= seg_hi[j]:
@@ -129,30 +144,50 @@ def _tree_cut(W, s, e, j, k, t, leaf_node, leaf_off, parent, leaf_hi, node_off, 
         while par[c] != u:
             c = par[c]
         bounds[nb] = lh[c]
+        kids[nb] = c
         nb += 1
         leaf = lh[c] + 1
     if nb < 2:
-        return np.nan
+        return np.nan, np.inf
     hist = np.zeros(nb, dtype=np.int64)
     for i in range(s, e):
         hist[_upper_bound(bounds, nb, W[i, j])] += 1
+    # suffix: non-empty children count and the last one seen, for the right side of each cut
+    suf_n = np.zeros(nb + 1, dtype=np.int64)
+    suf_c = np.full(nb + 1, -1, dtype=np.int64)
+    for b in range(nb - 1, -1, -1):
+        suf_n[b] = suf_n[b + 1] + (1 if hist[b] > 0 else 0)
+        suf_c[b] = kids[b] if hist[b] > 0 else suf_c[b + 1]
     n = e - s
     best_cut = np.nan
+    best_cost = np.inf
     best_bal = -1
     left = 0
+    pre_n = 0
+    pre_c = -1
     for b in range(nb - 1):
         left += hist[b]
+        if hist[b] > 0:
+            pre_n += 1
+            pre_c = kids[b]
         right = n - left
-        if left >= k and right >= k and min(left, right) > best_bal:
-            best_bal = min(left, right)
+        if left < k or right < k:
+            continue
+        cost = left * _side_ncp(pre_n, pre_c, u, n_leaves, no) \
+            + right * _side_ncp(suf_n[b + 1], suf_c[b + 1], u, n_leaves, no)
+        bal = min(left, right)
+        if cost < best_cost or (cost == best_cost and bal > best_bal):
+            best_cost = cost
+            best_bal = bal
             best_cut = bounds[b]
-    return best_cut
+    return best_cut, best_cost
 
 
 @njit
-def _median_cut(W, s, e, j, k, seg_lo, seg_hi, buf):
+def _median_cut(W, s, e, j, k, seg_lo, seg_hi, scale_j, buf):
     """Median cut on dimension j: '<= m' or '< m' (m the median), the most balanced allowable
-    one, or NaN. Expected linear time (quickselect on a copy)."""
+    one, with its cost (row-weighted normalized span of the two sides), or (NaN, inf).
+    Expected linear time (quickselect on a copy)."""
     n = e - s
     for i in range(n):
         buf[i] = W[s + i, j]
@@ -162,12 +197,20 @@ def _median_cut(W, s, e, j, k, seg_lo, seg_hi, buf):
     for i in range(mid):
         if below < buf[i] < m:
             below = buf[i]
+    above = np.inf  # smallest value strictly above m (all of buf[mid+1:] are >= m)
+    for i in range(mid + 1, n):
+        if m < buf[i] < above:
+            above = buf[i]
     cands = np.empty(2)
     cands[0] = m
     cands[1] = below
+    nexts = np.empty(2)
+    nexts[0] = above
+    nexts[1] = m
     counts = np.empty(2, dtype=np.int64)
     _count_le(W, j, s, e, cands, 2, counts)
     best_cut = np.nan
+    best_cost = np.inf
     best_bal = -1
     for ci in range(2):
         cut = cands[ci]
@@ -178,24 +221,28 @@ def _median_cut(W, s, e, j, k, seg_lo, seg_hi, buf):
         if left >= k and right >= k and min(left, right) > best_bal:
             best_bal = min(left, right)
             best_cut = cut
-    return best_cut
+            best_cost = (left * (cut - seg_lo[j]) + right * (seg_hi[j] - nexts[ci])) / scale_j
+    return best_cut, best_cost
 
 
 @njit
-def _choose_cut(W, s, e, j, k, tree_of, leaf_node, leaf_off, parent, leaf_hi, node_off,
-                seg_lo, seg_hi, buf, leaf_order_fallback):
-    """Best allowable cut on dimension j (rows with value <= cut go left), or NaN.
+def _choose_cut(W, s, e, j, k, scale, tree_of, leaf_node, leaf_off, parent, leaf_hi, n_leaves,
+                node_off, seg_lo, seg_hi, buf, leaf_order_fallback):
+    """Best allowable cut on dimension j (rows with value <= cut go left) and its cost
+    (row-weighted NCP of the two sides on dimension j), or (NaN, inf).
 
     Numeric: median cut. Categorical: cut along the taxonomy (children of the LCA); when no such
     cut is allowable and ``leaf_order_fallback`` is set, a median cut in depth-first leaf order.
     """
     t = tree_of[j]
     if t < 0:
-        return _median_cut(W, s, e, j, k, seg_lo, seg_hi, buf)
-    cut = _tree_cut(W, s, e, j, k, t, leaf_node, leaf_off, parent, leaf_hi, node_off, seg_lo, seg_hi)
+        return _median_cut(W, s, e, j, k, seg_lo, seg_hi, scale[j], buf)
+    cut, cost = _tree_cut(W, s, e, j, k, t, leaf_node, leaf_off, parent, leaf_hi, n_leaves,
+                          node_off, seg_lo, seg_hi)
     if cut == cut or not leaf_order_fallback:
-        return cut
-    return _median_cut(W, s, e, j, k, seg_lo, seg_hi, buf)
+        return cut, cost
+    cut, _ = _median_cut(W, s, e, j, k, seg_lo, seg_hi, 1.0, buf)
+    return cut, (e - s) * 1.0  # a leaf-order cut does not shrink the LCA: no gain on this QI
 
 
 @njit
@@ -233,19 +280,30 @@ def _process_segment(W, perm, s, e, k, scale, tree_of, leaf_node, leaf_off, pare
                     node_off, w, lo, hi)
     buf = np.empty(e - s)
     tried = np.zeros(d, dtype=np.bool_)
-    for _ in range(d):
-        j = -1  # widest dimension not tried yet
+    n = e - s
+    while True:
+        wmax = 0.0  # widest dimension not tried yet
         for jj in range(d):
-            if not tried[jj] and (j < 0 or w[jj] > w[j]):
-                j = jj
-        tried[j] = True
-        if w[j] <= 0.0:
-            break
-        cut = _choose_cut(W, s, e, j, k, tree_of, leaf_node, leaf_off, parent, leaf_hi,
-                          node_off, lo, hi, buf, leaf_order_fallback)
-        if cut == cut:  # not NaN
-            return _split_in_place(W, perm, j, s, e, cut)
-    return -1
+            if not tried[jj] and w[jj] > wmax:
+                wmax = w[jj]
+        if wmax <= 0.0:
+            return -1
+        # Dimensions tied for the widest are all cut; the cut that lowers NCP most wins.
+        best_j = -1
+        best_cut = np.nan
+        best_gain = -np.inf
+        for jj in range(d):
+            if tried[jj] or w[jj] < wmax * (1.0 - TIE):
+                continue
+            tried[jj] = True
+            cut, cost = _choose_cut(W, s, e, jj, k, scale, tree_of, leaf_node, leaf_off, parent,
+                                    leaf_hi, n_leaves, node_off, lo, hi, buf, leaf_order_fallback)
+            if cut == cut and n * w[jj] - cost > best_gain:
+                best_gain = n * w[jj] - cost
+                best_j = jj
+                best_cut = cut
+        if best_j >= 0:
+            return _split_in_place(W, perm, best_j, s, e, best_cut)
 
 
 @njit_parallel
