@@ -51,6 +51,10 @@ Functions (all ``@njit`` unless marked Python; n = rows, d = dn + dc, h = tree h
     cost_of_adding(ds, st, c, r) -> float  IL(e_c U {r}) = (|e_c|+1) * NCP(e_c U {r})       O(d)
     il_increase(ds, st, c, r) -> float   IL(e_c U {r}) - IL(e_c)                            O(d)
     merged_ncp(ds, st, a, b) -> float    NCP(e_a U e_b)                                     O(d)
+    assign_to_nearest(ds, rows, m, centers, C, labels, fallback)   each rows[:m] gets the label of
+                                         its closest center record                          O(m C d)
+    assign_to_cheapest(ds, st, rows, m, C, labels, skip_empty)   each rows[:m], in order, joins the
+                                         cluster whose IL grows least (stats updated)       O(m C d)
     leaf_costs_of_record(ds, a, lc) / leaf_costs_of_cluster(ds, st, c, lc)   fill lc (sum_j L_j,)
                                          with the categorical cost per leaf for a fixed record /
                                          cluster                              O(sum_j L_j) with tables
@@ -266,13 +270,33 @@ def cat_cost(ds, j, lo, hi):
 
 
 @njit
-def pair_dist(ds, a, b):
+def _num_pair(ds, a, b):
+    """Numeric part of pair_dist (terms summed in order from 0.0)."""
     s = 0.0
     for j in range(ds.num.shape[1]):
         if ds.num_null[a, j] or ds.num_null[b, j]:
             s += ds.null_cost[j]
         else:
             s += abs(ds.num[a, j] - ds.num[b, j]) * ds.inv_range[j]
+    return s
+
+
+@njit
+def _num_with(ds, st, c, r):
+    """Numeric part of ncp_with (terms summed in order from 0.0)."""
+    s = 0.0
+    for j in range(ds.num.shape[1]):
+        if st.nnull[c, j] or ds.num_null[r, j]:
+            s += ds.null_cost[j]
+        else:
+            v = ds.num[r, j]
+            s += (max(st.nmax[c, j], v) - min(st.nmin[c, j], v)) * ds.inv_range[j]
+    return s
+
+
+@njit
+def pair_dist(ds, a, b):
+    s = _num_pair(ds, a, b)
     for j in range(ds.cat.shape[1]):
         x = ds.cat[a, j]
         y = ds.cat[b, j]
@@ -302,13 +326,7 @@ def cluster_il(ds, st, c):
 
 @njit
 def ncp_with(ds, st, c, r):
-    s = 0.0
-    for j in range(ds.num.shape[1]):
-        if st.nnull[c, j] or ds.num_null[r, j]:
-            s += ds.null_cost[j]
-        else:
-            v = ds.num[r, j]
-            s += (max(st.nmax[c, j], v) - min(st.nmin[c, j], v)) * ds.inv_range[j]
+    s = _num_with(ds, st, c, r)
     for j in range(ds.cat.shape[1]):
         v = ds.cat[r, j]
         s += cat_cost(ds, j, min(st.cmin[c, j], v), max(st.cmax[c, j], v))
@@ -340,6 +358,41 @@ def merged_ncp(ds, st, a, b):
     for j in range(ds.cat.shape[1]):
         s += cat_cost(ds, j, min(st.cmin[a, j], st.cmin[b, j]), max(st.cmax[a, j], st.cmax[b, j]))
     return s
+
+
+@njit
+def assign_to_nearest(ds, rows, m, centers, C, labels, fallback):
+    """labels[r] = the c < C minimising d(r, centers[c]) (ties: lowest c) for each r of rows[:m];
+    ``fallback`` when no distance is finite."""
+    for i in range(m):
+        r = rows[i]
+        best = fallback
+        bv = np.inf
+        for c in range(C):
+            v = pair_dist(ds, r, centers[c])
+            if v < bv:
+                bv = v
+                best = c
+        labels[r] = best
+
+
+@njit
+def assign_to_cheapest(ds, st, rows, m, C, labels, skip_empty):
+    """Each r of rows[:m], in order, joins the cluster c < C with the least il_increase (ties: lowest
+    c; clusters of size 0 are passed over when ``skip_empty``); stats and labels[r] are updated."""
+    for i in range(m):
+        r = rows[i]
+        best = -1
+        bv = np.inf
+        for c in range(C):
+            if skip_empty and st.size[c] == 0:
+                continue
+            v = il_increase(ds, st, c, r)
+            if v < bv:
+                bv = v
+                best = c
+        add_record(ds, st, best, r)
+        labels[r] = best
 
 
 @njit_parallel
@@ -379,53 +432,60 @@ def partition_il(ds, ec, C):
 # cat_cost returns, summed in the same order, so results are bit-identical to pair_dist/ncp_with.
 
 @njit
+def _fill_leaf_costs(ds, j, lo, hi, out):
+    """OUT out[leaf_off[j] + x] = cost of LCA(leaves lo..hi U {x}) for every leaf x of tree j."""
+    base = ds.leaf_off[j]
+    for x in range(ds.n_leaf[j]):
+        out[base + x] = cat_cost(ds, j, min(lo, x), max(hi, x))
+
+
+@njit
 def leaf_costs_of_record(ds, a, out):
     """OUT out[leaf_off[j] + x] = cost of LCA(cat[a, j], x) for every leaf x of every tree j."""
     for j in range(ds.cat.shape[1]):
-        base = ds.leaf_off[j]
         v = ds.cat[a, j]
-        for x in range(ds.n_leaf[j]):
-            out[base + x] = cat_cost(ds, j, min(v, x), max(v, x))
+        _fill_leaf_costs(ds, j, v, v, out)
 
 
 @njit
 def leaf_costs_of_cluster(ds, st, c, out):
     """OUT out[leaf_off[j] + x] = cost of LCA(cluster c's leaves U {x}) on tree j."""
     for j in range(ds.cat.shape[1]):
-        base = ds.leaf_off[j]
-        lo = st.cmin[c, j]
-        hi = st.cmax[c, j]
-        for x in range(ds.n_leaf[j]):
-            out[base + x] = cat_cost(ds, j, min(lo, x), max(hi, x))
+        _fill_leaf_costs(ds, j, st.cmin[c, j], st.cmax[c, j], out)
+
+
+@njit
+def _add_leaf_costs(ds, lc, r, s):
+    """s + the categorical terms of record r looked up in lc, added in QI order."""
+    for j in range(ds.cat.shape[1]):
+        s += lc[ds.leaf_off[j] + ds.cat[r, j]]
+    return s
+
+
+@njit
+def _add_leaf_costs_bounded(ds, lc, r, s, bound):
+    """_add_leaf_costs, returning the partial sum as soon as it exceeds bound."""
+    if s > bound:
+        return s
+    for j in range(ds.cat.shape[1]):
+        s += lc[ds.leaf_off[j] + ds.cat[r, j]]
+        if s > bound:
+            return s
+    return s
 
 
 @njit
 def pair_dist_lc(ds, a, lc, b):
     """pair_dist(ds, a, b) with lc = leaf_costs_of_record(ds, a)."""
-    s = 0.0
-    for j in range(ds.num.shape[1]):
-        if ds.num_null[a, j] or ds.num_null[b, j]:
-            s += ds.null_cost[j]
-        else:
-            s += abs(ds.num[a, j] - ds.num[b, j]) * ds.inv_range[j]
-    for j in range(ds.cat.shape[1]):
-        s += lc[ds.leaf_off[j] + ds.cat[b, j]]
-    return s
+    s = _num_pair(ds, a, b)
+    return _add_leaf_costs(ds, lc, b, s)
 
 
 @njit
 def ncp_with_lc(ds, st, c, lc, r):
     """ncp_with(ds, st, c, r) with lc = leaf_costs_of_cluster(ds, st, c)."""
-    s = 0.0
-    for j in range(ds.num.shape[1]):
-        if st.nnull[c, j] or ds.num_null[r, j]:
-            s += ds.null_cost[j]
-        else:
-            v = ds.num[r, j]
-            s += (max(st.nmax[c, j], v) - min(st.nmin[c, j], v)) * ds.inv_range[j]
-    for j in range(ds.cat.shape[1]):
-        s += lc[ds.leaf_off[j] + ds.cat[r, j]]
-    return s
+    s = _num_with(ds, st, c, r)
+    return _add_leaf_costs(ds, lc, r, s)
 
 
 @njit
@@ -433,13 +493,7 @@ def ncp_with_bounded(ds, st, c, r, bound):
     """ncp_with, but may stop early and return any partial sum > bound once it exceeds bound.
 
     Terms are non-negative and added in the usual order, so a result <= bound is exact."""
-    s = 0.0
-    for j in range(ds.num.shape[1]):
-        if st.nnull[c, j] or ds.num_null[r, j]:
-            s += ds.null_cost[j]
-        else:
-            v = ds.num[r, j]
-            s += (max(st.nmax[c, j], v) - min(st.nmin[c, j], v)) * ds.inv_range[j]
+    s = _num_with(ds, st, c, r)
     if s > bound:
         return s
     for j in range(ds.cat.shape[1]):
@@ -453,38 +507,15 @@ def ncp_with_bounded(ds, st, c, r, bound):
 @njit
 def ncp_with_lc_bounded(ds, st, c, lc, r, bound):
     """ncp_with_lc with the early stop of ncp_with_bounded."""
-    s = 0.0
-    for j in range(ds.num.shape[1]):
-        if st.nnull[c, j] or ds.num_null[r, j]:
-            s += ds.null_cost[j]
-        else:
-            v = ds.num[r, j]
-            s += (max(st.nmax[c, j], v) - min(st.nmin[c, j], v)) * ds.inv_range[j]
-    if s > bound:
-        return s
-    for j in range(ds.cat.shape[1]):
-        s += lc[ds.leaf_off[j] + ds.cat[r, j]]
-        if s > bound:
-            return s
-    return s
+    s = _num_with(ds, st, c, r)
+    return _add_leaf_costs_bounded(ds, lc, r, s, bound)
 
 
 @njit
 def pair_dist_lc_bounded(ds, a, lc, b, bound):
     """pair_dist_lc with the early stop of ncp_with_bounded."""
-    s = 0.0
-    for j in range(ds.num.shape[1]):
-        if ds.num_null[a, j] or ds.num_null[b, j]:
-            s += ds.null_cost[j]
-        else:
-            s += abs(ds.num[a, j] - ds.num[b, j]) * ds.inv_range[j]
-    if s > bound:
-        return s
-    for j in range(ds.cat.shape[1]):
-        s += lc[ds.leaf_off[j] + ds.cat[b, j]]
-        if s > bound:
-            return s
-    return s
+    s = _num_pair(ds, a, b)
+    return _add_leaf_costs_bounded(ds, lc, b, s, bound)
 
 
 # --------------------------------------------------------------------------------------------
@@ -496,6 +527,17 @@ def pair_dist_lc_bounded(ds, a, lc, b, bound):
 @njit
 def _threads_for(m, n_threads):
     return max(1, min(n_threads, m // PAR_MIN))
+
+
+@njit
+def _scan_leaf_costs(ds, st, c, m):
+    """(use_lc, lc) for a scan of m candidates against cluster c: the per-leaf cost vector when
+    it is no longer than the scan (else an empty placeholder)."""
+    use_lc = ds.leaf_off[-1] <= m
+    lc = np.empty(ds.leaf_off[-1] if use_lc else 0)
+    if use_lc:
+        leaf_costs_of_cluster(ds, st, c, lc)
+    return use_lc, lc
 
 
 @njit
@@ -533,10 +575,7 @@ def argmin_ncp_with(ds, st, c, ids, m, lower_bound, n_threads):
     cluster_ncp(ds, st, c): nothing can cost less), which keeps the result exact.
     Returns (position, cost); (-1, inf) when m == 0.
     """
-    use_lc = ds.leaf_off[-1] <= m
-    lc = np.empty(ds.leaf_off[-1] if use_lc else 0)
-    if use_lc:
-        leaf_costs_of_cluster(ds, st, c, lc)
+    use_lc, lc = _scan_leaf_costs(ds, st, c, m)
     nt = _threads_for(m, n_threads)
     if nt == 1:
         return _argmin_with_body(ds, st, c, lc, use_lc, ids, 0, m, lower_bound)
@@ -632,10 +671,7 @@ def smallest_ncp_with(ds, st, c, ids, m, B, n_threads, out_cost, out_ids):
     while records are added to cluster c: the basis of the lazy greedy step in kmember.
     Independent of the number of threads.
     """
-    use_lc = ds.leaf_off[-1] <= m
-    lc = np.empty(ds.leaf_off[-1] if use_lc else 0)
-    if use_lc:
-        leaf_costs_of_cluster(ds, st, c, lc)
+    use_lc, lc = _scan_leaf_costs(ds, st, c, m)
     nt = _threads_for(m, n_threads)
     if nt == 1:
         count = _smallest_body(ds, st, c, lc, use_lc, ids, 0, m, B, out_cost, out_ids)

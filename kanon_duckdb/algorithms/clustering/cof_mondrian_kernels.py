@@ -20,7 +20,8 @@ import numpy as np
 from numba import prange
 
 from ..._numba_config import njit, njit_parallel
-from ._ncp import add_record, il_increase, leaf_costs_of_record, new_stats, pair_dist, pair_dist_lc
+from ._ncp import (add_record, assign_to_cheapest, leaf_costs_of_record, new_stats, pair_dist,
+                   pair_dist_lc)
 
 
 @njit
@@ -139,19 +140,7 @@ def merge_into_nearest(ds, ec, C, is_out, outliers):
     for i in range(ec.shape[0]):
         if not is_out[i]:
             add_record(ds, st, ec[i], i)
-    for t in range(outliers.shape[0]):
-        r = outliers[t]
-        best = -1
-        bc = np.inf
-        for c in range(C):
-            if st.size[c] == 0:
-                continue
-            cc = il_increase(ds, st, c, r)
-            if cc < bc:
-                bc = cc
-                best = c
-        add_record(ds, st, best, r)
-        ec[r] = best
+    assign_to_cheapest(ds, st, outliers, outliers.shape[0], C, ec, True)
 
 
 @njit_parallel

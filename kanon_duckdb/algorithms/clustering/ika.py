@@ -28,7 +28,7 @@ import numpy as np
 
 from ..._numba_config import njit
 from ..base import Algorithm, Partition, QIData, no_progress
-from ._ncp import (_insert_sorted, build_ncp_data, leaf_costs_of_record, pair_dist,
+from ._ncp import (_insert_sorted, assign_to_nearest, build_ncp_data, leaf_costs_of_record, pair_dist,
                    pair_dist_lc_bounded, run_in_chunks)
 
 
@@ -101,20 +101,6 @@ def _ika_clusters(ds, U, pos, mind, centroid, state, ec, k, max_clusters, bc, bi
         made += 1
 
 
-@njit
-def _assign_to_nearest_centroid(ds, U, m, centroid, C, ec):
-    for i in range(m):
-        r = U[i]
-        best = -1
-        bv = np.inf
-        for c in range(C):
-            v = pair_dist(ds, r, centroid[c])
-            if v < bv:
-                bv = v
-                best = c
-        ec[r] = best
-
-
 # ------------------------------------------------------------------------------------------------
 # orchestration
 
@@ -145,7 +131,7 @@ def ika_labels(data: QIData, k: int, seed: int, progress=no_progress, info: dict
         return state[1] / C, state[0] < k
 
     run_in_chunks(step, progress, first=8)
-    _assign_to_nearest_centroid(ds, U, int(state[0]), centroid, C, ec)
+    assign_to_nearest(ds, U, int(state[0]), centroid, C, ec, -1)
     if info is not None:
         info.update(n_clusters=C, first_centroid=first)
     return ec

@@ -19,7 +19,7 @@ kernel calls.
 import numpy as np
 
 from ..._numba_config import njit
-from ._ncp import leaf_costs_of_record, pair_dist, pair_dist_lc
+from ._ncp import assign_to_nearest, leaf_costs_of_record, pair_dist_lc
 
 
 @njit
@@ -112,16 +112,7 @@ def ncp_clustering_chunk(ds, pool, where, state, order, k, n_clusters, max_new, 
 @njit
 def assign_leftovers(ds, pool, m, seeds, n_clusters, labels):
     """Algorithm 1 last step: each leftover record joins the cluster with the closest seed."""
-    for i in range(m):
-        r = pool[i]
-        best = 0
-        bd = np.inf
-        for c in range(n_clusters):
-            dd = pair_dist(ds, r, seeds[c])
-            if dd < bd:
-                bd = dd
-                best = c
-        labels[r] = best
+    assign_to_nearest(ds, pool, m, seeds, n_clusters, labels, 0)
 
 
 @njit

@@ -41,7 +41,7 @@ import numpy as np
 
 from ..._numba_config import njit
 from ..base import Algorithm, Partition, QIData, no_progress
-from ._ncp import (add_record, argmax_pair_dist, build_ncp_data, il_increase, n_threads,
+from ._ncp import (add_record, argmax_pair_dist, assign_to_cheapest, build_ncp_data, n_threads,
                    ncp_with, new_stats, run_in_chunks, smallest_ncp_with)
 
 
@@ -113,22 +113,6 @@ def _kmember_clusters(ds, st, U, pos, state, ec, k, max_clusters, nt, bc, bi):
         made += 1
 
 
-@njit
-def _assign_leftovers(ds, st, U, m, ec, C):
-    """Each of U[:m] (in order) joins the cluster with the least IL increase (ties: lowest id)."""
-    for i in range(m):
-        r = U[i]
-        best = -1
-        bv = np.inf
-        for c in range(C):
-            v = il_increase(ds, st, c, r)
-            if v < bv:
-                bv = v
-                best = c
-        add_record(ds, st, best, r)
-        ec[r] = best
-
-
 # ------------------------------------------------------------------------------------------------
 # orchestration
 
@@ -165,7 +149,7 @@ def kmember_labels(data: QIData, k: int, seed: int, progress=no_progress, cost: 
 
     run_in_chunks(step, progress, first=4)
     left = np.sort(U[:int(state[0])])
-    _assign_leftovers(ds, st, left, left.size, ec, C)
+    assign_to_cheapest(ds, st, left, left.size, C, ec, False)
     if info is not None:
         info.update(n_clusters=C, first_record=r0, scans=int(state[3]))
     return ec
