@@ -51,7 +51,8 @@ import numpy as np
 from numba import prange
 
 from ..._numba_config import njit, njit_parallel
-from ._ncp import add_record, cluster_ncp, ncp_with, new_stats, partition_il
+from ..base import Partition, QIData
+from ._ncp import add_record, build_ncp_data, cluster_ncp, ncp_with, new_stats, partition_il
 from .kab_kernels import ncp_clustering_subset
 
 
@@ -367,3 +368,20 @@ def black_hole_search(ds, n, d, k, rng, init_star, n_stars, iterations, split_la
         "swallowed": n_swallowed,
     }
     return stars[bh], info
+
+
+def run_black_hole(data: QIData, k: int, seed: int, params: dict, progress, init_star,
+                   split_large: bool, initializer: str) -> Partition:
+    """The ``run`` of kab and bha: black_hole_search over stars made by
+    ``init_star(ds, n, k, rng, should_stop)``; ``initializer`` is recorded in the info."""
+    ds = build_ncp_data(data)
+    n, d = data.n, data.dn + data.dc
+    rng = np.random.default_rng(seed)
+
+    def make_star(r, should_stop):
+        return init_star(ds, n, k, r, should_stop)
+
+    lab, info = black_hole_search(ds, n, d, k, rng, make_star, params["stars"],
+                                  params["iterations"], split_large, progress)
+    info["initializer"] = initializer
+    return Partition(ec=lab.astype(np.int64), info=info)

@@ -17,8 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import Algorithm, Partition, QIData, no_progress
-from ._blackhole import black_hole_search
-from ._ncp import build_ncp_data
+from ._blackhole import run_black_hole
 
 
 def random_clustering(n: int, k: int, rng: np.random.Generator) -> np.ndarray:
@@ -33,18 +32,13 @@ def random_clustering(n: int, k: int, rng: np.random.Generator) -> np.ndarray:
     return lab
 
 
+def _init_star(_ds, n, k, rng, _should_stop):
+    return random_clustering(n, k, rng)
+
+
 def run(data: QIData, k: int, seed: int, params: dict, progress=no_progress) -> Partition:
-    ds = build_ncp_data(data)
-    n, d = data.n, data.dn + data.dc
-    rng = np.random.default_rng(seed)
-
-    def init_star(r, _should_stop):
-        return random_clustering(n, k, r)
-
-    lab, info = black_hole_search(ds, n, d, k, rng, init_star, params["stars"],
-                                  params["iterations"], False, progress)
-    info["initializer"] = "random clustering (random number of clusters)"
-    return Partition(ec=lab.astype(np.int64), info=info)
+    return run_black_hole(data, k, seed, params, progress, _init_star, False,
+                          "random clustering (random number of clusters)")
 
 
 ENTRY = Algorithm("bha", run, "local", {"stars": 3, "iterations": 10},

@@ -27,9 +27,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..._numba_config import njit
-from ..base import Algorithm, Partition, QIData, no_progress
-from ._ncp import (_insert_sorted, assign_to_nearest, build_ncp_data, leaf_costs_of_record, pair_dist,
-                   pair_dist_lc_bounded, run_in_chunks)
+from ..base import Algorithm, QIData, no_progress
+from ._common import run_from_labels, trivial_labels
+from ._ncp import (_insert_sorted, assign_to_nearest, build_ncp_data, leaf_costs_of_record,
+                   pair_dist, pair_dist_lc_bounded, run_in_chunks)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -107,14 +108,12 @@ def _ika_clusters(ds, U, pos, mind, centroid, state, ec, k, max_clusters, bc, bi
 def ika_labels(data: QIData, k: int, seed: int, progress=no_progress, info: dict | None = None):
     """Cluster id per row (int64 (n,), 0..C-1) of IKA."""
     n = data.n
-    if k <= 1:
-        progress(1.0)
-        return np.arange(n, dtype=np.int64)
+    # n < 2k: one class (n < k cannot be made k-anonymous; the caller checks)
+    labels = trivial_labels(n, k, progress, min_clusters=2)
+    if labels is not None:
+        return labels
     ds = build_ncp_data(data)
     C = n // k
-    if C <= 1:  # n < 2k: one class (n < k cannot be made k-anonymous; the caller checks)
-        progress(1.0)
-        return np.zeros(n, dtype=np.int64)
     U = np.arange(n, dtype=np.int64)
     pos = np.arange(n, dtype=np.int64)
     mind = np.full(n, np.inf)
@@ -137,10 +136,7 @@ def ika_labels(data: QIData, k: int, seed: int, progress=no_progress, info: dict
     return ec
 
 
-def run(data: QIData, k: int, seed: int, params: dict, progress=no_progress) -> Partition:
-    info = {}
-    ec = ika_labels(data, k, seed, progress, info=info)
-    return Partition(ec=ec, info=info)
+run = run_from_labels(ika_labels)
 
 
 ENTRY = Algorithm("ika", run, "local", {},

@@ -22,8 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import Algorithm, Partition, QIData, no_progress
-from ._blackhole import Stopped, black_hole_search
-from ._ncp import build_ncp_data
+from ._blackhole import Stopped, run_black_hole
 from .kab_kernels import assign_leftovers, ncp_clustering_chunk
 
 # clusters formed per kernel call while building a star (progress / Ctrl-C granularity)
@@ -56,18 +55,13 @@ def ncp_clustering(ds, n: int, k: int, rng: np.random.Generator, progress=no_pro
     return labels
 
 
+def _init_star(ds, n, k, rng, should_stop):
+    return ncp_clustering(ds, n, k, rng, should_stop=should_stop)
+
+
 def run(data: QIData, k: int, seed: int, params: dict, progress=no_progress) -> Partition:
-    ds = build_ncp_data(data)
-    n, d = data.n, data.dn + data.dc
-    rng = np.random.default_rng(seed)
-
-    def init_star(r, should_stop):
-        return ncp_clustering(ds, n, k, r, should_stop=should_stop)
-
-    lab, info = black_hole_search(ds, n, d, k, rng, init_star, params["stars"],
-                                  params["iterations"], True, progress)
-    info["initializer"] = "NCP clustering (Algorithm 1)"
-    return Partition(ec=lab.astype(np.int64), info=info)
+    return run_black_hole(data, k, seed, params, progress, _init_star, True,
+                          "NCP clustering (Algorithm 1)")
 
 
 ENTRY = Algorithm("kab", run, "local", {"stars": 3, "iterations": 10},

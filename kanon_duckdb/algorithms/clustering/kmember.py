@@ -40,7 +40,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..._numba_config import njit
-from ..base import Algorithm, Partition, QIData, no_progress
+from ..base import Algorithm, QIData, no_progress
+from ._common import run_from_labels, trivial_labels
 from ._ncp import (add_record, argmax_pair_dist, assign_to_cheapest, build_ncp_data, n_threads,
                    ncp_with, new_stats, run_in_chunks, smallest_ncp_with)
 
@@ -124,14 +125,15 @@ def kmember_labels(data: QIData, k: int, seed: int, progress=no_progress, cost: 
     lazy candidate buffer size (default min(max(4k, 32), 1024)); it changes speed, not results.
     """
     n = data.n
-    if k <= 1:
-        progress(1.0)
-        return np.arange(n, dtype=np.int64)
-    ds = build_ncp_data(data, cost=cost)
+    labels = trivial_labels(n, k, progress)
+    if labels is not None:
+        return labels
+    ds = build_ncp_data(data, cost=cost)  # validates cost
     C = n // k
-    if C <= 1:  # n < 2k: one class (n < k cannot be made k-anonymous; the caller checks)
-        progress(1.0)
-        return np.zeros(n, dtype=np.int64)
+    # n < 2k: one class (n < k cannot be made k-anonymous; the caller checks)
+    labels = trivial_labels(n, k, progress, min_clusters=2)
+    if labels is not None:
+        return labels
     st = new_stats(ds, C)
     U = np.arange(n, dtype=np.int64)
     pos = np.arange(n, dtype=np.int64)
@@ -155,10 +157,7 @@ def kmember_labels(data: QIData, k: int, seed: int, progress=no_progress, cost: 
     return ec
 
 
-def run(data: QIData, k: int, seed: int, params: dict, progress=no_progress) -> Partition:
-    info = {}
-    ec = kmember_labels(data, k, seed, progress, info=info)
-    return Partition(ec=ec, info=info)
+run = run_from_labels(kmember_labels)
 
 
 ENTRY = Algorithm("kmember", run, "local", {},

@@ -30,7 +30,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..._numba_config import njit
-from ..base import Algorithm, Partition, QIData, no_progress
+from ..base import Algorithm, QIData, no_progress
+from ._common import run_from_labels, trivial_labels
 from ._ncp import (add_record, build_ncp_data, cat_cost, ncp_with, ncp_with_bounded, new_stats,
                    run_in_chunks)
 
@@ -174,9 +175,9 @@ def _redistribute(ds, st, pool, ec, k):
 def oka_labels(data: QIData, k: int, seed: int, progress=no_progress, info: dict | None = None):
     """Cluster id per row (int64 (n,), 0..K-1) of OKA."""
     n = data.n
-    if k <= 1:
-        progress(1.0)
-        return np.arange(n, dtype=np.int64)
+    labels = trivial_labels(n, k, progress)
+    if labels is not None:
+        return labels
     rng = np.random.default_rng(seed)
     ds = build_ncp_data(data)
     K = max(1, n // k)
@@ -220,10 +221,7 @@ def _add_rows(ds, st, ec, rows):
         add_record(ds, st, ec[rows[i]], rows[i])
 
 
-def run(data: QIData, k: int, seed: int, params: dict, progress=no_progress) -> Partition:
-    info = {}
-    ec = oka_labels(data, k, seed, progress, info=info)
-    return Partition(ec=ec, info=info)
+run = run_from_labels(oka_labels)
 
 
 ENTRY = Algorithm("oka", run, "local", {},
