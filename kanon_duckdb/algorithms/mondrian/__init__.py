@@ -2,13 +2,15 @@
 
 Choose the dimension with the widest normalized range (numeric: span / global range; categorical:
 leaves of the LCA / leaves of the root). When several dimensions are (nearly) tied for the widest
--- within 5 %, which at the top of the recursion is every QI, since all have width 1 -- each is
-cut and the cut that lowers the row-weighted NCP of the split dimension most wins (LeFevre et al.
-leave the choice among ties open; taking the first one measurably hurts utility on Adult).
+-- within 5 %, which at the top of the recursion is every QI, since all have width 1 -- the cut
+that lowers the row-weighted NCP of its dimension most wins (LeFevre et al. leave the choice among
+ties open; taking the first one measurably hurts utility on Adult). Segments of more than 256 rows
+rank the tied dimensions on a strided sample of 128 rows, then cut the best one exactly.
 Numeric dimensions are cut at the median ('<= m', or '< m' when that is the allowable or more
 balanced one). Categorical dimensions are cut along the taxonomy, between two children of the
-segment's LCA, choosing the allowable boundary that leaves the least NCP (a side holding a single
-child drops to that child); when no boundary is allowable, a median cut in depth-first leaf order
+segment's LCA: of the two boundaries next to the child holding the median row, the allowable one
+that leaves the least NCP (a side holding a single child drops to that child), else the most
+balanced allowable boundary; when no boundary is allowable, a median cut in depth-first leaf order
 is used (``leaf_order_fallback``). If no tied dimension can be cut, the next widest are tried; a
 segment with no allowable cut on any dimension is a final class (strict Mondrian). Classes are
 published with the LCA of their leaves.

@@ -17,6 +17,7 @@ from numba import prange
 from ..._numba_config import njit, njit_parallel
 from ...taxonomy.tree import lca_of_range as _lca
 TIE = 0.05  # dimensions within 5 % of the widest normalized width compete on NCP gain
+SAMPLE_ROWS = 128  # segments larger than twice this rank tied dimensions on a strided sample
 
 
 
@@ -125,9 +126,10 @@ def _side_ncp(n_nonempty, only_child, u, n_leaves, no):
 def _tree_cut(W, s, e, j, k, t, leaf_node, leaf_off, parent, leaf_hi, n_leaves, node_off, seg_lo,
               seg_hi):
     """Cut along the taxonomy between two children of the segment's LCA (all leaves of a child
-    stay on one side) and its cost, or (NaN, inf). Among allowable boundaries the one with the least row-weighted NCP
-    of the two sides wins (a side left with one child drops to that child), then the most
-    balanced. O((e-s)·log(children))."""
+    stay on one side) and its cost, or (NaN, inf). The two boundaries next to the child holding
+    the median row compete on the row-weighted NCP of the two sides (a side left with one child
+    drops to that child); if neither is allowable, the most balanced allowable boundary.
+    O((e-s)·log(children))."""
     no = node_off[t]
     lf = leaf_node[leaf_off[t]:leaf_off[t + 1]]
     par = parent[no:node_off[t + 1]]
@@ -159,6 +161,13 @@ def _tree_cut(W, s, e, j, k, t, leaf_node, leaf_off, parent, leaf_hi, n_leaves, 
         suf_n[b] = suf_n[b + 1] + (1 if hist[b] > 0 else 0)
         suf_c[b] = kids[b] if hist[b] > 0 else suf_c[b + 1]
     n = e - s
+    # the child holding the median row; the boundaries on either side of it are the candidates
+    # (cuts elsewhere would peel off small children one at a time and deepen the recursion)
+    med = 0
+    acc = hist[0]
+    while acc * 2 < n:
+        med += 1
+        acc += hist[med]
     best_cut = np.nan
     best_cost = np.inf
     best_bal = -1
@@ -171,7 +180,7 @@ def _tree_cut(W, s, e, j, k, t, leaf_node, leaf_off, parent, leaf_hi, n_leaves, 
             pre_n += 1
             pre_c = kids[b]
         right = n - left
-        if left < k or right < k:
+        if left < k or right < k or (b != med - 1 and b != med):
             continue
         cost = left * _side_ncp(pre_n, pre_c, u, n_leaves, no) \
             + right * _side_ncp(suf_n[b + 1], suf_c[b + 1], u, n_leaves, no)
@@ -180,6 +189,23 @@ def _tree_cut(W, s, e, j, k, t, leaf_node, leaf_off, parent, leaf_hi, n_leaves, 
             best_cost = cost
             best_bal = bal
             best_cut = bounds[b]
+    if best_cut == best_cut:
+        return best_cut, best_cost
+    # neither boundary next to the median child is allowable: the most balanced allowable one
+    left = 0
+    pre_n = 0
+    pre_c = -1
+    for b in range(nb - 1):
+        left += hist[b]
+        if hist[b] > 0:
+            pre_n += 1
+            pre_c = kids[b]
+        right = n - left
+        if left >= k and right >= k and min(left, right) > best_bal:
+            best_bal = min(left, right)
+            best_cut = bounds[b]
+            best_cost = left * _side_ncp(pre_n, pre_c, u, n_leaves, no) \
+                + right * _side_ncp(suf_n[b + 1], suf_c[b + 1], u, n_leaves, no)
     return best_cut, best_cost
 
 
@@ -281,6 +307,16 @@ def _process_segment(W, perm, s, e, k, scale, tree_of, leaf_node, leaf_off, pare
     buf = np.empty(e - s)
     tried = np.zeros(d, dtype=np.bool_)
     n = e - s
+    # Large segments rank tied dimensions on a strided sample (cheap), then cut exactly.
+    stride = n // SAMPLE_ROWS if n > 2 * SAMPLE_ROWS else 1
+    m = n // stride
+    if stride > 1:
+        Ws = np.empty((m, d))
+        for i in range(m):
+            for c in range(d):
+                Ws[i, c] = W[s + i * stride, c]
+        ks = max(1, (k * m) // n)
+    est = np.empty(d)
     while True:
         wmax = 0.0  # widest dimension not tried yet
         for jj in range(d):
@@ -288,12 +324,37 @@ def _process_segment(W, perm, s, e, k, scale, tree_of, leaf_node, leaf_off, pare
                 wmax = w[jj]
         if wmax <= 0.0:
             return -1
-        # Dimensions tied for the widest are all cut; the cut that lowers NCP most wins.
+        # Dimensions tied for the widest compete: the cut that lowers NCP most wins.
+        n_tied = 0
+        for jj in range(d):
+            est[jj] = np.nan
+            if not tried[jj] and w[jj] >= wmax * (1.0 - TIE):
+                n_tied += 1
+                est[jj] = np.inf
+        if n_tied > 1 and stride > 1:
+            for jj in range(d):
+                if est[jj] == est[jj]:
+                    cut, cost = _choose_cut(Ws, 0, m, jj, ks, scale, tree_of, leaf_node, leaf_off,
+                                            parent, leaf_hi, n_leaves, node_off, lo, hi, buf,
+                                            leaf_order_fallback)
+                    est[jj] = m * w[jj] - cost if cut == cut else -np.inf
+            for _ in range(n_tied):  # exact cuts in order of estimated gain; first allowable wins
+                jbest = -1
+                for jj in range(d):
+                    if est[jj] == est[jj] and not tried[jj] and (jbest < 0 or est[jj] > est[jbest]):
+                        jbest = jj
+                tried[jbest] = True
+                cut, cost = _choose_cut(W, s, e, jbest, k, scale, tree_of, leaf_node, leaf_off,
+                                        parent, leaf_hi, n_leaves, node_off, lo, hi, buf,
+                                        leaf_order_fallback)
+                if cut == cut:
+                    return _split_in_place(W, perm, jbest, s, e, cut)
+            continue
         best_j = -1
         best_cut = np.nan
         best_gain = -np.inf
         for jj in range(d):
-            if tried[jj] or w[jj] < wmax * (1.0 - TIE):
+            if est[jj] != est[jj]:
                 continue
             tried[jj] = True
             cut, cost = _choose_cut(W, s, e, jj, k, scale, tree_of, leaf_node, leaf_off, parent,
