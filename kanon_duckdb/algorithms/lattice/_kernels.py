@@ -60,6 +60,26 @@ def node_keys(codes, rep, identity, cols, strides, keybuf):
 
 
 @njit
+def _table_shape(c):
+    """(size, shift, mask) of an open-addressing table for c keys: size the smallest power of two
+    >= 2c + 2, home slot = (key * _GOLDEN) >> shift, probe step & mask."""
+    size = 1
+    bits = 0
+    while size < 2 * c + 2:
+        size *= 2
+        bits += 1
+    return size, np.uint64(64 - bits), size - 1
+
+
+@njit
+def _emit(out_rep, out_cnt, out_pos, s, r, w, pos):
+    """Record output class s: representative row r, count w, table slot pos."""
+    out_rep[s] = r
+    out_cnt[s] = w
+    out_pos[s] = pos
+
+
+@njit
 def group_keys(keys, rep, cnt, identity, keyspace, dense, hkey, hval, want_cls):
     """Group input classes by key: dense counting array when keyspace <= dense.size, open
     addressing otherwise.
@@ -83,9 +103,7 @@ def group_keys(keys, rep, cnt, identity, keyspace, dense, hkey, hval, want_cls):
             w = 1 if identity else cnt[t]
             if s < 0:
                 dense[key] = nout
-                out_rep[nout] = t if identity else rep[t]
-                out_cnt[nout] = w
-                out_pos[nout] = key
+                _emit(out_rep, out_cnt, out_pos, nout, t if identity else rep[t], w, key)
                 s = nout
                 nout += 1
             else:
@@ -96,13 +114,7 @@ def group_keys(keys, rep, cnt, identity, keyspace, dense, hkey, hval, want_cls):
             dense[out_pos[s]] = -1
     elif keyspace < (np.int64(1) << 31):
         # one packed table: (key << 32) | class, -1 empty (one cache miss per probe)
-        size = 1
-        bits = 0
-        while size < 2 * c + 2:
-            size *= 2
-            bits += 1
-        shift = np.uint64(64 - bits)
-        mask = size - 1
+        size, shift, mask = _table_shape(c)
         low = (np.int64(1) << 32) - 1
         for t in range(c):
             key = keys[t]
@@ -112,9 +124,7 @@ def group_keys(keys, rep, cnt, identity, keyspace, dense, hkey, hval, want_cls):
                 e = hkey[h]
                 if e < 0:
                     hkey[h] = (key << 32) | nout
-                    out_rep[nout] = t if identity else rep[t]
-                    out_cnt[nout] = w
-                    out_pos[nout] = h
+                    _emit(out_rep, out_cnt, out_pos, nout, t if identity else rep[t], w, h)
                     s = nout
                     nout += 1
                     break
@@ -128,13 +138,7 @@ def group_keys(keys, rep, cnt, identity, keyspace, dense, hkey, hval, want_cls):
         for s in range(nout):
             hkey[out_pos[s]] = -1
     else:
-        size = 1
-        bits = 0
-        while size < 2 * c + 2:
-            size *= 2
-            bits += 1
-        shift = np.uint64(64 - bits)
-        mask = size - 1
+        size, shift, mask = _table_shape(c)
         for t in range(c):
             key = keys[t]
             w = 1 if identity else cnt[t]
@@ -148,9 +152,7 @@ def group_keys(keys, rep, cnt, identity, keyspace, dense, hkey, hval, want_cls):
                 if k0 < 0:
                     hkey[h] = key
                     hval[h] = nout
-                    out_rep[nout] = t if identity else rep[t]
-                    out_cnt[nout] = w
-                    out_pos[nout] = h
+                    _emit(out_rep, out_cnt, out_pos, nout, t if identity else rep[t], w, h)
                     s = nout
                     nout += 1
                     break
@@ -170,13 +172,7 @@ def group_tuple(codes, rep, cnt, identity, cols, want_cls):
     out_rep = np.empty(c, dtype=np.int32)
     out_cnt = np.empty(c, dtype=np.int64)
     cls = np.empty(c if want_cls else 0, dtype=np.int32)
-    size = 1
-    bits = 0
-    while size < 2 * c + 2:
-        size *= 2
-        bits += 1
-    shift = np.uint64(64 - bits)
-    mask = size - 1
+    size, shift, mask = _table_shape(c)
     tval = np.full(size, -1, dtype=np.int32)
     thash = np.empty(size, dtype=np.uint64)
     nout = 0
