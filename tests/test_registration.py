@@ -1,0 +1,56 @@
+"""connect/register: everything registered, idempotently, on new or existing connections."""
+import duckdb
+
+import kanon_duckdb
+
+EXPECTED = {"k_anonymize", "gcp", "discernibility", "cavg", "total_il", "gen_total_il",
+            "k_anonymity", "query_error", "kanon_rewrite", "cm", "log_level", "suppression"}
+
+
+def functions(con):
+    return {r[0] for r in con.sql("SELECT function_name FROM duckdb_functions()").fetchall()}
+
+
+def test_register_is_idempotent_on_an_existing_connection():
+    con = duckdb.connect()
+    try:
+        kanon_duckdb.register(con)
+        kanon_duckdb.register(con)
+        assert EXPECTED <= functions(con)
+        assert con.sql("SELECT count(*) FROM kanon_taxonomy").fetchall() == [(0,)]
+        con.execute("CREATE TABLE t AS SELECT i AS id, i % 13 AS a FROM range(100) r(i)")
+        assert con.sql("SELECT min(ec_size) >= 5 FROM k_anonymize('t', k := 5, qi := ['a'])").fetchall() == [(True,)]
+    finally:
+        con.close()
+
+
+def test_register_keeps_existing_taxonomies_and_runs(tmp_path):
+    path = str(tmp_path / "x.duckdb")
+    con = kanon_duckdb.connect(path)
+    con.execute("INSERT INTO kanon_taxonomy VALUES ('g', 'a', '*'), ('g', '*', NULL)")
+    con.execute("CREATE TABLE t AS SELECT i AS id, 'a' AS g FROM range(10) r(i)")
+    con.execute("CREATE TABLE o AS FROM k_anonymize('t', k := 2, qi := ['g'])")
+    con.close()
+    con = kanon_duckdb.connect(path)
+    try:
+        assert con.sql("SELECT count(*) FROM kanon_taxonomy").fetchall() == [(2,)]
+        assert con.sql("SELECT count(*) FROM kanon_runs").fetchall() == [(1,)]
+        assert con.sql("SELECT gcp('o')").fetchall() == [(0.0,)]
+    finally:
+        con.close()
+
+
+def test_every_algorithm_is_listed_in_the_unknown_algo_error():
+    from kanon_duckdb.algorithms import registry
+    con = kanon_duckdb.connect()
+    try:
+        con.execute("CREATE TABLE t AS SELECT i AS a FROM range(10) r(i)")
+        try:
+            con.execute("FROM k_anonymize('t', k := 2, algo := 'zzz', qi := ['a'])").fetchall()
+        except duckdb.Error as exc:
+            for name in registry():
+                assert name in str(exc)
+        else:
+            raise AssertionError("unknown algo accepted")
+    finally:
+        con.close()
