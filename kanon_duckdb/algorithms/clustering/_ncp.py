@@ -624,6 +624,17 @@ def argmax_pair_dist(ds, r, ids, m, n_threads):
 
 
 @njit
+def _remove(U, pos, m, r):
+    """Remove record r from the active prefix U[:m] (swap with the last, keep pos[] in sync)."""
+    p = pos[r]
+    last = U[m - 1]
+    U[p] = last
+    pos[last] = p
+    U[m - 1] = r
+    pos[r] = m - 1
+
+
+@njit
 def _insert_sorted(cost, ids, count, B, v, r):
     """Insert (v, r) into the ascending (cost, id) buffer cost/ids[:count] capped at B; new count."""
     if count == B and (v > cost[B - 1] or (v == cost[B - 1] and r > ids[B - 1])):

@@ -29,22 +29,12 @@ import numpy as np
 from ..._numba_config import njit
 from ..base import Algorithm, QIData, no_progress
 from ._common import run_from_labels, trivial_labels
-from ._ncp import (_insert_sorted, assign_to_nearest, build_ncp_data, leaf_costs_of_record,
-                   pair_dist, pair_dist_lc_bounded, run_in_chunks)
+from ._ncp import (_insert_sorted, _remove, assign_to_nearest, build_ncp_data,
+                   leaf_costs_of_record, pair_dist, pair_dist_lc_bounded, run_in_chunks)
 
 
 # ------------------------------------------------------------------------------------------------
 # kernels
-
-@njit
-def _remove(U, pos, m, r):
-    p = pos[r]
-    last = U[m - 1]
-    U[p] = last
-    pos[last] = p
-    U[m - 1] = r
-    pos[r] = m - 1
-
 
 @njit
 def _ika_clusters(ds, U, pos, mind, centroid, state, ec, k, max_clusters, bc, bi, lc):

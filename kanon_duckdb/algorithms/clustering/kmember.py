@@ -42,23 +42,12 @@ import numpy as np
 from ..._numba_config import njit
 from ..base import Algorithm, QIData, no_progress
 from ._common import run_from_labels, trivial_labels
-from ._ncp import (add_record, argmax_pair_dist, assign_to_cheapest, build_ncp_data, n_threads,
-                   ncp_with, new_stats, run_in_chunks, smallest_ncp_with)
+from ._ncp import (_remove, add_record, argmax_pair_dist, assign_to_cheapest, build_ncp_data,
+                   n_threads, ncp_with, new_stats, run_in_chunks, smallest_ncp_with)
 
 
 # ------------------------------------------------------------------------------------------------
 # kernels
-
-@njit
-def _remove(U, pos, m, r):
-    """Remove record r from the active prefix U[:m] (swap with the last, keep pos[] in sync)."""
-    p = pos[r]
-    last = U[m - 1]
-    U[p] = last
-    pos[last] = p
-    U[m - 1] = r
-    pos[r] = m - 1
-
 
 @njit
 def _kmember_clusters(ds, st, U, pos, state, ec, k, max_clusters, nt, bc, bi):
