@@ -14,25 +14,28 @@ from kanon_duckdb.taxonomy.tree import build_index
 # --------------------------------------------------------------------------------------------
 # random data builders
 
-def random_tree_edges(rng: np.random.Generator, attr: str, n_leaves: int):
-    """Random (possibly unbalanced) tree over leaves f'{attr}{i}'; edges in (child, parent) form."""
+def grouped_tree_edges(attr: str, n_leaves: int, shuffled, group_size, coin):
+    """Random (possibly unbalanced) tree over leaves f'{attr}{i}'; edges in (child, parent) form.
+
+    Level by level: ``shuffled(nodes)`` reorders the nodes, which are cut into runs of
+    ``group_size()`` (1..3) nodes each getting a parent; a run of one skips the level when
+    ``coin() < 0.5``. The three callables are the source of randomness."""
     nodes = [f"{attr}{i}" for i in range(n_leaves)]
     edges = []
     level = 0
     while len(nodes) > 1:
-        order = list(rng.permutation(len(nodes)))
-        nodes = [nodes[i] for i in order]
+        nodes = shuffled(nodes)
         groups, i = [], 0
         while i < len(nodes):
-            g = int(rng.integers(1, 4))
+            g = group_size()
             groups.append(nodes[i:i + g])
             i += g
         if len(groups) == len(nodes):  # force progress
             groups = [nodes[:2]] + [[x] for x in nodes[2:]]
         new_nodes = []
         for gi, g in enumerate(groups):
-            if len(g) == 1 and rng.random() < 0.5:
-                new_nodes.append(g[0])
+            if len(g) == 1 and coin() < 0.5:
+                new_nodes.append(g[0])  # unbalanced: skip a level
                 continue
             p = f"{attr}_L{level}_{gi}"
             edges += [(c, p) for c in g]
@@ -41,6 +44,13 @@ def random_tree_edges(rng: np.random.Generator, attr: str, n_leaves: int):
         level += 1
     edges.append((nodes[0], None))
     return edges
+
+
+def random_tree_edges(rng: np.random.Generator, attr: str, n_leaves: int):
+    """grouped_tree_edges drawing from a numpy Generator."""
+    return grouped_tree_edges(attr, n_leaves,
+                              lambda nodes: [nodes[i] for i in rng.permutation(len(nodes))],
+                              lambda: int(rng.integers(1, 4)), rng.random)
 
 
 def random_qidata(rng: np.random.Generator, n: int, dn: int, dc: int, max_leaves: int = 6,

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import kanon_duckdb
 
+import naive
 from kanon_duckdb.algorithms import registry
 
 ALGOS = sorted(registry())
@@ -19,29 +20,12 @@ ALGOS = sorted(registry())
 
 def random_tree(rnd: random.Random, attr: str, n_leaves: int):
     """Random tree with n_leaves leaves named f'{attr}{i}'; returns (edges, leaves, parent_of)."""
-    nodes = [f"{attr}{i}" for i in range(n_leaves)]
-    edges = []
-    level = 0
-    while len(nodes) > 1:
+    def shuffled(nodes):
         rnd.shuffle(nodes)
-        groups, i = [], 0
-        while i < len(nodes):
-            g = rnd.randint(1, 3)
-            groups.append(nodes[i:i + g])
-            i += g
-        if len(groups) == len(nodes) and len(nodes) > 1:  # force progress
-            groups = [nodes[:2]] + [[x] for x in nodes[2:]]
-        new_nodes = []
-        for gi, g in enumerate(groups):
-            if len(g) == 1 and rnd.random() < 0.5:
-                new_nodes.append(g[0])  # unbalanced: skip a level
-                continue
-            p = f"{attr}_L{level}_{gi}"
-            edges += [(c, p) for c in g]
-            new_nodes.append(p)
-        nodes = new_nodes
-        level += 1
-    edges.append((nodes[0], None))
+        return nodes
+
+    edges = naive.grouped_tree_edges(attr, n_leaves, shuffled, lambda: rnd.randint(1, 3),
+                                     rnd.random)
     parent_of = {c: p for c, p in edges}
     return edges, [f"{attr}{i}" for i in range(n_leaves)], parent_of
 

@@ -9,18 +9,7 @@ import pytest
 import kanon_duckdb
 
 import naive_metrics as naive
-from test_metrics import ROWS, SUPPRESSED, make
-
-
-@pytest.fixture
-def con():
-    c = kanon_duckdb.connect()
-    yield c
-    c.close()
-
-
-def one(con, sql):
-    return con.sql("SELECT " + sql).fetchall()[0][0]
+from test_metrics import ROWS, SUPPRESSED, con, make, one  # noqa: F401 (con is a fixture)
 
 
 QI = "['age', 'job']"

@@ -13,14 +13,7 @@ from sqlglot import exp
 from kanon_duckdb.errors import InvalidParameterError, UnsupportedQueryError
 from kanon_duckdb.rewrite import generate_workload, query_error_sql, workload_errors
 
-from test_rewrite import people_db
-
-
-@pytest.fixture(scope="module")
-def con():
-    c = people_db()
-    yield c
-    c.close()
+from test_rewrite import con  # noqa: F401 (a fixture)
 
 
 def predicate_columns(sql: str) -> list:
