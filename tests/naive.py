@@ -6,6 +6,7 @@ Append new references at the end of the file.
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import strategies as st
 
 from kanon_duckdb.algorithms.base import QIData
 from kanon_duckdb.taxonomy.tree import build_index
@@ -75,6 +76,22 @@ def random_qidata(rng: np.random.Generator, n: int, dn: int, dc: int, max_leaves
     return QIData(n=n, num=num, num_null=num_null, num_lo=lo, num_hi=hi,
                   num_is_int=np.ones(dn, dtype=bool), cat=cat, trees=trees,
                   num_names=[f"n{j}" for j in range(dn)], cat_names=[f"c{j}" for j in range(dc)])
+
+
+def draw_qidata_k(draw, max_n: int = 60, max_k: int | None = None, max_dn: int = 3):
+    """Hypothesis draws shared by the clustering tests (call inside an ``st.composite``):
+    (rng, data, k) with 1 <= n <= max_n rows, 1 <= k <= min(n, max_k) (k <= n when max_k is
+    None), 0..max_dn numeric and 0..3 categorical QIs (at least one), some NULLs, small trees."""
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    n = draw(st.integers(1, max_n))
+    k = draw(st.integers(1, n if max_k is None else max(1, min(n, max_k))))
+    dn = draw(st.integers(0, max_dn))
+    dc = draw(st.integers(0 if dn else 1, 3))
+    data = random_qidata(rng, n, dn, dc, max_leaves=draw(st.integers(1, 8)),
+                         null_frac=draw(st.sampled_from([0.0, 0.1])),
+                         max_value=draw(st.sampled_from([0, 5, 100])))
+    return rng, data, k
 
 
 # --------------------------------------------------------------------------------------------

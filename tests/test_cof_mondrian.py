@@ -161,15 +161,7 @@ def test_fewer_than_k_outliers_merge_into_least_loss_class():
 
 @st.composite
 def cases(draw, max_n=60):
-    seed = draw(st.integers(0, 2**32 - 1))
-    rng = np.random.default_rng(seed)
-    n = draw(st.integers(1, max_n))
-    k = draw(st.integers(1, max(1, min(n, 12))))
-    dn = draw(st.integers(0, 2))
-    dc = draw(st.integers(0 if dn else 1, 3))
-    data = naive.random_qidata(rng, n, dn, dc, max_leaves=draw(st.integers(1, 8)),
-                               null_frac=draw(st.sampled_from([0.0, 0.1])),
-                               max_value=draw(st.sampled_from([0, 5, 100])))
+    _, data, k = naive.draw_qidata_k(draw, max_n, max_k=12, max_dn=2)
     params = {"cof_threshold": draw(st.sampled_from([1.0, 1.2, 1.5, 3.0])),
               "cof_neighbors": draw(st.integers(1, 12))}
     return data, k, params

@@ -140,17 +140,9 @@ def test_two_means_refuses_identical_rows():
 
 @st.composite
 def cases(draw, max_n=60):
-    seed = draw(st.integers(0, 2**32 - 1))
-    rng = np.random.default_rng(seed)
-    n = draw(st.integers(1, max_n))
-    k = draw(st.integers(1, max(1, min(n, 12))))
-    dn = draw(st.integers(0, 2))
-    dc = draw(st.integers(0 if dn else 1, 3))
-    data = naive.random_qidata(rng, n, dn, dc, max_leaves=draw(st.integers(1, 8)),
-                               null_frac=draw(st.sampled_from([0.0, 0.1])),
-                               max_value=draw(st.sampled_from([0, 5, 100])))
+    rng, data, k = naive.draw_qidata_k(draw, max_n, max_k=12, max_dn=2)
     if draw(st.booleans()):
-        y = rng.integers(0, 2, n)
+        y = rng.integers(0, 2, data.n)
         data = data.__class__(**{**data.__dict__, "extra": {"income": pa.array(y)}})
     return data, k
 

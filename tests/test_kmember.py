@@ -12,15 +12,7 @@ SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[Healt
 
 @st.composite
 def cases(draw, max_n=60):
-    seed = draw(st.integers(0, 2**32 - 1))
-    rng = np.random.default_rng(seed)
-    n = draw(st.integers(1, max_n))
-    k = draw(st.integers(1, n))
-    dn = draw(st.integers(0, 3))
-    dc = draw(st.integers(0 if dn else 1, 3))
-    data = naive.random_qidata(rng, n, dn, dc, max_leaves=draw(st.integers(1, 8)),
-                               null_frac=draw(st.sampled_from([0.0, 0.1])),
-                               max_value=draw(st.sampled_from([0, 5, 100])))
+    _, data, k = naive.draw_qidata_k(draw, max_n)
     return data, k, draw(st.integers(0, 1000))
 
 
