@@ -93,18 +93,11 @@ def load_example(con, name: str = "adult") -> int:
         raise InvalidParameterError(
             f"unknown example data set {name!r}; valid names: {', '.join(EXAMPLES)}")
     store.ensure_taxonomy_table(con)
-    own = store.begin(con)
-    try:
+    with store.transaction(con):
         with resources.as_file(data_dir("adult") / "adult.data.gz") as path:
             _create_adult_table(con, str(path))
         _adult_taxonomies(con)
         for attr in ADULT_COLUMNS:
             store.check_column(con, "adult", attr)
         n = con.execute("SELECT count(*) FROM adult").fetchall()[0][0]
-        if own:
-            con.execute("COMMIT")
-    except BaseException:
-        if own:
-            con.execute("ROLLBACK")
-        raise
     return int(n)

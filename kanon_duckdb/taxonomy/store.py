@@ -8,6 +8,7 @@ name) and return the number of edges inserted.
 """
 from __future__ import annotations
 
+import contextlib
 import uuid
 
 import duckdb
@@ -43,6 +44,21 @@ def begin(con) -> bool:
     return True
 
 
+@contextlib.contextmanager
+def transaction(con):
+    """Run the block in a transaction of our own (COMMIT at the end, ROLLBACK and re-raise on
+    any error), or inside the caller's transaction when it already holds one (see begin)."""
+    own = begin(con)
+    try:
+        yield
+        if own:
+            con.execute("COMMIT")
+    except BaseException:
+        if own:
+            con.execute("ROLLBACK")
+        raise
+
+
 def insert_edges(con, attr: str, edges, replace: bool = True) -> int:
     """Insert ``edges`` ((child, parent) pairs, in order) for ``attr``; ``replace`` deletes the
     attribute's existing rows first (atomically). Returns the number of rows inserted."""
@@ -54,8 +70,7 @@ def insert_edges(con, attr: str, edges, replace: bool = True) -> int:
                      "child": pa.array([c for c, _ in edges], pa.string()),
                      "parent": pa.array([p for _, p in edges], pa.string())})
     view = f"__kanon_edges_{uuid.uuid4().hex}"
-    own = begin(con)
-    try:
+    with transaction(con):
         if replace:
             con.execute(f"DELETE FROM {TABLE} WHERE attr = ?", [attr])
         con.register(view, data)
@@ -64,12 +79,6 @@ def insert_edges(con, attr: str, edges, replace: bool = True) -> int:
                         f"SELECT attr, child, parent FROM {quote_ident(view)}")
         finally:
             con.unregister(view)
-        if own:
-            con.execute("COMMIT")
-    except BaseException:
-        if own:
-            con.execute("ROLLBACK")
-        raise
     return len(edges)
 
 
