@@ -35,14 +35,7 @@ def load_adult():
 
     con = duckdb.connect()
     try:
-        if hasattr(kanon_duckdb, "load_example"):
-            kanon_duckdb.load_example(con, "adult")
-        else:  # fallback: the raw UCI file, '?' rows dropped, flat taxonomies
-            con.execute(
-                "CREATE TABLE adult AS SELECT * FROM read_csv('/work/shared/data/adult/adult.data', "
-                "header=false, names=['age','workclass','fnlwgt','education','education_num',"
-                "'marital_status','occupation','relationship','race','sex','capital_gain',"
-                "'capital_loss','hours_per_week','native_country','income'])")
+        kanon_duckdb.load_example(con, "adult")
         plan = plan_qis(con, "adult", ADULT_QI)
         _rowid, data = encode(con, plan, extra_columns=["income"])
     finally:

@@ -14,24 +14,11 @@ pytest.importorskip("sklearn")
 
 QI = ["age", "workclass", "education", "marital_status", "occupation", "race", "sex",
       "native_country"]
-ADULT_FILE = "/work/shared/data/adult/adult.data"
 
 
 def load_adult_sample(con, n=2000):
-    """Table ``adult_s``: the first n rows of Adult (with taxonomies when the example loader exists)."""
-    try:
-        kanon_duckdb.load_example(con, "adult")
-    except (ImportError, ModuleNotFoundError, AttributeError):
-        cols = ["age", "workclass", "fnlwgt", "education", "education_num", "marital_status",
-                "occupation", "relationship", "race", "sex", "capital_gain", "capital_loss",
-                "hours_per_week", "native_country", "income"]
-        spec = "{" + ", ".join(f"'{c}': 'VARCHAR'" for c in cols) + "}"
-        num = {"age", "fnlwgt", "education_num", "capital_gain", "capital_loss", "hours_per_week"}
-        sel = ", ".join(f"CAST(trim({c}) AS INTEGER) AS {c}" if c in num else f"trim({c}) AS {c}"
-                        for c in cols)
-        con.execute(f"CREATE TABLE adult AS SELECT {sel} FROM read_csv(?, header=false, "
-                    f"columns={spec}, auto_detect=false) WHERE trim(COLUMNS(*)) <> '?'",
-                    [ADULT_FILE])
+    """Table ``adult_s``: the first n rows of the packaged Adult data (with its taxonomies)."""
+    kanon_duckdb.load_example(con, "adult")
     con.execute(f"CREATE OR REPLACE TABLE adult_s AS SELECT * FROM adult WHERE rowid < {n}")
 
 
