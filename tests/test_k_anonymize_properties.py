@@ -129,3 +129,16 @@ def test_same_seed_same_output(con):
                 "['x','y','z'][1 + i % 3] AS b FROM range(200) t(i)")
     q = "SELECT id, a_min, a_max, b, ec FROM k_anonymize('s', k := 7, qi := ['a','b'], seed := 3) ORDER BY id"
     assert con.sql(q).fetchall() == con.sql(q).fetchall()
+
+
+def test_table_with_deleted_and_appended_rows_is_matched_row_by_row(con):
+    con.execute("CREATE OR REPLACE TABLE d AS SELECT i AS id, i % 17 AS a, ['x','y','z'][1 + i % 3] AS b "
+                "FROM range(5000) t(i)")
+    con.execute("DELETE FROM d WHERE id % 7 = 0")
+    con.execute("INSERT INTO d SELECT 100000 + i, i % 5, 'x' FROM range(500) t(i)")
+    con.execute("CREATE OR REPLACE TABLE d_out AS FROM k_anonymize('d', k := 4, qi := ['a', 'b'])")
+    n = con.sql("SELECT count(*) FROM d").fetchall()[0][0]
+    assert con.sql("SELECT count(*) FROM d_out").fetchall()[0][0] == n
+    wrong = con.sql("SELECT count(*) FROM d JOIN d_out o USING (id) WHERE d.a < o.a_min OR d.a > o.a_max "
+                    "OR (o.b <> '*' AND o.b <> d.b)").fetchall()[0][0]
+    assert wrong == 0
