@@ -18,7 +18,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.compute as pc
 
 from .algorithms.base import QIData
@@ -146,7 +145,6 @@ def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False) -> tuple[n
         col = tbl.column(1 + dn + j).combine_chunks()
         enc = pc.dictionary_encode(col)
         values = enc.dictionary.to_pylist()
-        idx = enc.indices.to_numpy(zero_copy_only=False)
         counts = np.bincount(enc.indices.fill_null(len(values)).to_numpy(), minlength=len(values) + 1)
         tree = read_tree(con, c)
         if tree is None:

@@ -25,7 +25,7 @@ def quote_ident(name: str) -> str:
 
 def split_qualified(name: str) -> list:
     """Split 'a.b."c.d"' into ['a', 'b', 'c.d'] (double quotes group, "" escapes a quote)."""
-    parts, cur, i, quoted, was_quoted = [], [], 0, False, False
+    parts, cur, i, quoted = [], [], 0, False
     while i < len(name):
         ch = name[i]
         if quoted:
@@ -38,10 +38,10 @@ def split_qualified(name: str) -> list:
             else:
                 cur.append(ch)
         elif ch == '"':
-            quoted, was_quoted = True, True
+            quoted = True
         elif ch == ".":
             parts.append("".join(cur))
-            cur, was_quoted = [], False
+            cur = []
         else:
             cur.append(ch)
         i += 1

@@ -83,8 +83,7 @@ def test_source_table_is_never_modified(con):
 def test_null_values_form_their_own_category_and_stay_k_anonymous(con):
     con.execute("CREATE TABLE n AS SELECT i AS id, CASE WHEN i % 4 = 0 THEN NULL ELSE i % 9 END AS a, "
                 "CASE WHEN i % 5 = 0 THEN NULL ELSE ['p','q','r'][1 + i % 3] END AS b FROM range(60) r(i)")
-    out = con.sql("SELECT * FROM k_anonymize('n', k := 5, qi := ['a', 'b'])")
-    con.execute("CREATE TABLE n_out AS FROM out")
+    con.execute("CREATE TABLE n_out AS FROM k_anonymize('n', k := 5, qi := ['a', 'b'])")
     assert con.sql("SELECT count(*) FROM n_out").fetchall()[0][0] == 60
     sizes = con.sql("SELECT count(*) FROM n_out GROUP BY a_min, a_max, b").fetchall()
     assert min(s[0] for s in sizes) >= 5

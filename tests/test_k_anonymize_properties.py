@@ -6,7 +6,6 @@ rows preserved.
 """
 import random
 
-import duckdb
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 

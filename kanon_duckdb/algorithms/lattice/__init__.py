@@ -20,7 +20,6 @@ was built automatically).
 """
 from __future__ import annotations
 
-import math
 import time
 
 from ...errors import InfeasibleError
