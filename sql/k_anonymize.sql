@@ -4,7 +4,10 @@
 -- the NULL policy); categorical QI c -> label of the class's LCA in its taxonomy (or the chosen
 -- level for full-domain algorithms); ec (class id), ec_size, suppressed, kanon_run (kanon_runs.run_id).
 -- __kanon_plan is deterministic and folded at bind time, which names the output columns;
--- __kanon_run runs once (materialized CTE) and returns the assignment and per-class values.
+-- __kanon_run runs once (materialized CTE) and returns the assignment (in table scan order, joined
+-- back by position and checked against rowid) and the per-class values. The per-class published
+-- columns are built first (one row per class, named after the QIs through a 0-row copy of the
+-- table), so the row-level join carries scalars rather than lists.
 CREATE OR REPLACE MACRO k_anonymize(tbl, k := 2, algo := 'mondrian', qi := NULL, seed := 0,
         "numeric" := NULL, categorical := NULL, max_suppression := NULL, loss := NULL,
         stars := NULL, iterations := NULL, sensitive := NULL, cof_threshold := NULL,
@@ -27,16 +30,13 @@ __kanon_classes AS (
     SELECT unnest(r.classes) AS __kanon_c, (SELECT r.run_id FROM __kanon_res) AS __kanon_run_id
     FROM __kanon_res
 ),
-__kanon_src AS (
-    FROM query('SELECT rowid AS __kanon_rid, NULL AS __kanon_pn, NULL AS __kanon_pi, NULL AS __kanon_pf, NULL AS __kanon_pc, * FROM '
-               || __kanon_plan(tbl, qi, "numeric", categorical).tbl_sql)
+__kanon_empty AS (
+    FROM query('SELECT NULL AS __kanon_pi, NULL AS __kanon_pf, NULL AS __kanon_pc, * FROM '
+               || __kanon_plan(tbl, qi, "numeric", categorical).tbl_sql || ' LIMIT 0')
 ),
--- Each COLUMNS group below also matches one padding column, because an empty COLUMNS set is an
--- error (a table may have no integer, float or categorical QI); the paddings are dropped at the end.
-__kanon_out AS (
+__kanon_cls AS (
 SELECT
-    COLUMNS(lambda x: x = '__kanon_pn' OR (NOT list_contains(__kanon_plan(tbl, qi, "numeric", categorical).qi, x)
-                      AND NOT starts_with(x, '__kanon_') AND x <> 'rid' AND x <> 'ec')),
+    __kanon_c.ec AS __kanon_cec,
     list_extract(__kanon_c.lo_i, list_position(__kanon_plan(tbl, qi, "numeric", categorical).int_qi,
         alias(COLUMNS(lambda x: x = '__kanon_pi' OR list_contains(__kanon_plan(tbl, qi, "numeric", categorical).int_qi, x))))) AS '\0_min',
     list_extract(__kanon_c.hi_i, list_position(__kanon_plan(tbl, qi, "numeric", categorical).int_qi,
@@ -47,15 +47,31 @@ SELECT
         alias(COLUMNS(lambda x: x = '__kanon_pf' OR list_contains(__kanon_plan(tbl, qi, "numeric", categorical).float_qi, x))))) AS '\0_max',
     list_extract(__kanon_c.labels, list_position(__kanon_plan(tbl, qi, "numeric", categorical).cat_qi,
         alias(COLUMNS(lambda x: x = '__kanon_pc' OR list_contains(__kanon_plan(tbl, qi, "numeric", categorical).cat_qi, x))))) AS '\0',
+    __kanon_c.size AS __kanon_csize,
+    __kanon_c.suppressed AS __kanon_csup,
+    __kanon_run_id
+FROM __kanon_classes LEFT JOIN __kanon_empty ON true
+),
+__kanon_src AS (
+    FROM query('SELECT rowid AS __kanon_rid, NULL AS __kanon_pn, NULL AS __kanon_pi, NULL AS __kanon_pf, NULL AS __kanon_pc, * FROM '
+               || __kanon_plan(tbl, qi, "numeric", categorical).tbl_sql)
+),
+-- Each COLUMNS group below also matches one padding column, because an empty COLUMNS set is an
+-- error (a table may have no integer, float or categorical QI); the paddings are dropped at the end.
+__kanon_out AS (
+SELECT
+    COLUMNS(lambda x: x = '__kanon_pn' OR (NOT list_contains(__kanon_plan(tbl, qi, "numeric", categorical).out_cols, x)
+                      AND NOT starts_with(x, '__kanon_') AND x <> 'rid' AND x <> 'ec')),
+    __kanon_cls.* EXCLUDE (__kanon_cec, __kanon_csize, __kanon_csup, __kanon_run_id),
     CASE WHEN __kanon_src.__kanon_rid IS DISTINCT FROM __kanon_assign.rid
          THEN error('k_anonymize: rows were not scanned in table order (the table changed during the call, or SET preserve_insertion_order = true is needed); run it again')
          ELSE __kanon_assign.ec END AS ec,
-    __kanon_c.size AS ec_size,
-    __kanon_c.suppressed AS suppressed,
+    __kanon_csize AS ec_size,
+    __kanon_csup AS suppressed,
     __kanon_run_id AS kanon_run
 FROM __kanon_src
 POSITIONAL JOIN __kanon_assign
-JOIN __kanon_classes ON __kanon_assign.ec = __kanon_c.ec
+JOIN __kanon_cls ON __kanon_assign.ec = __kanon_cls.__kanon_cec
 )
 SELECT * EXCLUDE (__kanon_pn, __kanon_pi_min, __kanon_pi_max, __kanon_pf_min, __kanon_pf_max, __kanon_pc)
 FROM __kanon_out;

@@ -17,7 +17,7 @@ from kanon_duckdb import progress as _progress
 from ._compat import first_value, replace_function
 
 PLAN_TYPE = ("STRUCT(tbl_sql VARCHAR, qi VARCHAR[], int_qi VARCHAR[], float_qi VARCHAR[], "
-             "cat_qi VARCHAR[])")
+             "cat_qi VARCHAR[], out_cols VARCHAR[])")
 RUN_TYPE = ("STRUCT(run_id BIGINT, assign STRUCT(rid BIGINT, ec BIGINT)[], "
             "classes STRUCT(ec BIGINT, size BIGINT, suppressed BOOLEAN, lo_i BIGINT[], hi_i BIGINT[], "
             "lo_f DOUBLE[], hi_f DOUBLE[], labels VARCHAR[])[])")
@@ -25,8 +25,9 @@ RUN_TYPE = ("STRUCT(run_id BIGINT, assign STRUCT(rid BIGINT, ec BIGINT)[], "
 
 def _plan_struct(plan):
     flt = [c for c in plan.numeric if c not in plan.integer]
+    out_cols = list(plan.qi) + [f"{c}_{end}" for c in plan.numeric for end in ("min", "max")]
     return {"tbl_sql": plan.table_sql, "qi": plan.qi, "int_qi": plan.integer, "float_qi": flt,
-            "cat_qi": plan.categorical}
+            "cat_qi": plan.categorical, "out_cols": out_cols}
 
 
 def _list_of(values: pa.Array, n_rows: int, width: int) -> pa.Array:
