@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 from ._numba_config import njit
 from .algorithms.base import Partition, QIData
+from .taxonomy.tree import lca_of_range
 
 
 @njit
@@ -50,11 +51,9 @@ def _class_stats(ec, n_classes, num, num_null, cat, leaf_node, leaf_off, parent,
     for c in range(n_classes):
         for j in range(dc):
             no = node_off[j]
-            u = leaf_node[leaf_off[j] + cmin[c, j]]
-            h = cmax[c, j]
-            while leaf_hi[no + u] < h:
-                u = parent[no + u]
-            nodes[c, j] = u
+            nodes[c, j] = lca_of_range(leaf_node[leaf_off[j]:leaf_off[j + 1]],
+                                       parent[no:node_off[j + 1]], leaf_hi[no:node_off[j + 1]],
+                                       cmin[c, j], cmax[c, j])
     return size, lo, hi, nodes
 
 

@@ -168,9 +168,14 @@ def _tree_cut(W, s, e, j, k, t, leaf_node, leaf_off, parent, leaf_hi, n_leaves, 
     while acc * 2 < n:
         med += 1
         acc += hist[med]
+    # one pass over the boundaries: the cheapest of the two next to the median child, and the
+    # most balanced allowable one as the fallback
     best_cut = np.nan
     best_cost = np.inf
     best_bal = -1
+    bal_cut = np.nan
+    bal_cost = np.inf
+    bal_best = -1
     left = 0
     pre_n = 0
     pre_c = -1
@@ -180,32 +185,21 @@ def _tree_cut(W, s, e, j, k, t, leaf_node, leaf_off, parent, leaf_hi, n_leaves, 
             pre_n += 1
             pre_c = kids[b]
         right = n - left
-        if left < k or right < k or (b != med - 1 and b != med):
+        if left < k or right < k:
             continue
         cost = left * _side_ncp(pre_n, pre_c, u, n_leaves, no) \
             + right * _side_ncp(suf_n[b + 1], suf_c[b + 1], u, n_leaves, no)
         bal = min(left, right)
-        if cost < best_cost or (cost == best_cost and bal > best_bal):
+        if bal > bal_best:
+            bal_best = bal
+            bal_cut = bounds[b]
+            bal_cost = cost
+        if (b == med - 1 or b == med) and (cost < best_cost or (cost == best_cost and bal > best_bal)):
             best_cost = cost
             best_bal = bal
             best_cut = bounds[b]
-    if best_cut == best_cut:
-        return best_cut, best_cost
-    # neither boundary next to the median child is allowable: the most balanced allowable one
-    left = 0
-    pre_n = 0
-    pre_c = -1
-    for b in range(nb - 1):
-        left += hist[b]
-        if hist[b] > 0:
-            pre_n += 1
-            pre_c = kids[b]
-        right = n - left
-        if left >= k and right >= k and min(left, right) > best_bal:
-            best_bal = min(left, right)
-            best_cut = bounds[b]
-            best_cost = left * _side_ncp(pre_n, pre_c, u, n_leaves, no) \
-                + right * _side_ncp(suf_n[b + 1], suf_c[b + 1], u, n_leaves, no)
+    if best_cut != best_cut:
+        return bal_cut, bal_cost
     return best_cut, best_cost
 
 
