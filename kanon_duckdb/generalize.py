@@ -69,10 +69,24 @@ class Generalized:
     suppressed: np.ndarray | None
 
 
+def dense_labels(labels: np.ndarray):
+    """(sorted distinct labels, each row's index among them), like ``np.unique(...,
+    return_inverse=True)`` but O(n + max label) by counting when labels are small non-negative
+    integers (every algorithm numbers its classes 0..C-1), instead of an O(n log n) sort."""
+    labels = np.asarray(labels).reshape(-1)
+    if labels.size and labels.dtype.kind in "iu" and labels.min() >= 0 \
+            and labels.max() < 2 * labels.size + 1024:
+        present = np.zeros(int(labels.max()) + 1, dtype=bool)
+        present[labels] = True
+        rank = np.cumsum(present, dtype=np.int64) - 1
+        return np.flatnonzero(present), rank[labels]
+    uniq, inv = np.unique(labels, return_inverse=True)
+    return uniq, inv.astype(np.int64).reshape(-1)
+
+
 def generalize(data: QIData, part: Partition) -> Generalized:
     """Renumber classes densely and compute their published ranges and nodes."""
-    uniq, ec = np.unique(part.ec, return_inverse=True)
-    ec = ec.astype(np.int64).reshape(-1)
+    uniq, ec = dense_labels(part.ec)
     C = int(uniq.size)
     leaf_node, leaf_off, parent, leaf_hi, _nl, node_off, _sh, _ll = data.cat_arrays()
     size, lo, hi, nodes = _class_stats(ec, C, data.num, data.num_null, data.cat, leaf_node,
