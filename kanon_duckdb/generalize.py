@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 from ._numba_config import njit
 from .algorithms.base import Partition, QIData
-from .taxonomy.tree import lca_of_range
+from .taxonomy.tree import lca_nodes
 
 
 @njit
@@ -47,13 +47,7 @@ def _class_stats(ec, n_classes, num, num_null, cat, leaf_node, leaf_off, parent,
             if anynull[c, j]:
                 lo[c, j] = np.nan
                 hi[c, j] = np.nan
-    nodes = np.empty((n_classes, dc), dtype=np.int32)
-    for c in range(n_classes):
-        for j in range(dc):
-            no = node_off[j]
-            nodes[c, j] = lca_of_range(leaf_node[leaf_off[j]:leaf_off[j + 1]],
-                                       parent[no:node_off[j + 1]], leaf_hi[no:node_off[j + 1]],
-                                       cmin[c, j], cmax[c, j])
+    nodes = lca_nodes(cmin, cmax, leaf_node, leaf_off, parent, leaf_hi, node_off)
     return size, lo, hi, nodes
 
 
@@ -88,6 +82,12 @@ def generalize(data: QIData, part: Partition) -> Generalized:
     """Renumber classes densely and compute their published ranges and nodes."""
     uniq, ec = dense_labels(part.ec)
     C = int(uniq.size)
+    if part.cat_nodes is not None and part.num_lo is not None:  # the algorithm fixed them all
+        size = np.bincount(ec, minlength=C).astype(np.int64)
+        lo = np.asarray(part.num_lo, dtype=np.float64)[uniq]
+        hi = np.asarray(part.num_hi, dtype=np.float64)[uniq]
+        nodes = np.asarray(part.cat_nodes, dtype=np.int32)[uniq]
+        return Generalized(ec, C, size, lo, hi, nodes, part.suppressed)
     leaf_node, leaf_off, parent, leaf_hi, _nl, node_off, _sh, _ll = data.cat_arrays()
     size, lo, hi, nodes = _class_stats(ec, C, data.num, data.num_null, data.cat, leaf_node,
                                        leaf_off, parent, leaf_hi, node_off)

@@ -87,6 +87,23 @@ def lca_of_range(leaf_node, parent, leaf_hi, lo_leaf, hi_leaf):
     return u
 
 
+@njit
+def lca_nodes(cmin, cmax, leaf_node, leaf_off, parent, leaf_hi, node_off):
+    """LCA node per row and tree: cmin/cmax int (C, dc) smallest/largest leaf ordinal of each
+    group in tree j (packed arrays, see algorithms.base.pack_trees); returns int32 (C, dc).
+    O(C·dc·height)."""
+    n_rows, dc = cmin.shape
+    nodes = np.empty((n_rows, dc), dtype=np.int32)
+    for j in range(dc):
+        no = node_off[j]
+        lf = leaf_node[leaf_off[j]:leaf_off[j + 1]]
+        par = parent[no:node_off[j + 1]]
+        lh = leaf_hi[no:node_off[j + 1]]
+        for c in range(n_rows):
+            nodes[c, j] = lca_of_range(lf, par, lh, cmin[c, j], cmax[c, j])
+    return nodes
+
+
 def build_index(attr: str, edges, root=None, _null_leaf: bool = False) -> TaxonomyIndex:
     """Validate ``edges`` (iterable of (child, parent) in table order) and build the index.
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import Algorithm, Partition, QIData, no_progress
+from ...taxonomy.tree import lca_nodes
 from ._kernels import mondrian_partition
 
 LEAF_ORDER_FALLBACK = True  # measured on Adult (ARX QIs): lower GCP at every k with gain-based ties
@@ -38,18 +39,37 @@ def stack_dimensions(data: QIData):
     return X, scale, tree_of
 
 
+def _partition(data: QIData, k: int, leaf_order_fallback: bool):
+    X, scale, tree_of = stack_dimensions(data)
+    trees = data.cat_arrays()
+    leaf_node, leaf_off, parent, leaf_hi, n_leaves, node_off, _sub, _leaf_lo = trees
+    ec, lo, hi = mondrian_partition(X, int(k), scale, tree_of, leaf_node, leaf_off, parent,
+                                    leaf_hi, n_leaves, node_off, bool(leaf_order_fallback))
+    return ec, lo, hi, trees
+
+
 def partition_rows(data: QIData, k: int, leaf_order_fallback: bool = LEAF_ORDER_FALLBACK) -> np.ndarray:
     """Class id per row (int64 (n,)) of strict Mondrian on all QIs of ``data``."""
-    X, scale, tree_of = stack_dimensions(data)
-    leaf_node, leaf_off, parent, leaf_hi, n_leaves, node_off, _sub, _leaf_lo = data.cat_arrays()
-    return mondrian_partition(X, int(k), scale, tree_of, leaf_node, leaf_off, parent, leaf_hi,
-                              n_leaves, node_off, bool(leaf_order_fallback))
+    return _partition(data, k, leaf_order_fallback)[0]
 
 
 def run(data: QIData, k: int, seed: int, params: dict, progress=no_progress) -> Partition:
-    ec = partition_rows(data, k)
+    """Strict Mondrian with the published values read off the kernel's class blocks: numeric
+    min/max (NaN = NULL range when the class holds a NULL, encoded below the global minimum)
+    and the LCA of each class's smallest and largest leaf. Same values as the generic
+    ``generalize`` pass, without its scatter over rows."""
+    ec, lo, hi, trees = _partition(data, k, LEAF_ORDER_FALLBACK)
+    leaf_node, leaf_off, parent, leaf_hi, _nl, node_off, _sub, _leaf_lo = trees
+    dn = data.dn
+    num_lo = lo[:, :dn].copy()
+    num_hi = hi[:, :dn].copy()
+    has_null = num_lo < data.num_lo[None, :]  # NULLs are encoded as (global min - 1)
+    num_lo[has_null] = np.nan
+    num_hi[has_null] = np.nan
+    nodes = lca_nodes(lo[:, dn:].astype(np.int32), hi[:, dn:].astype(np.int32), leaf_node,
+                      leaf_off, parent, leaf_hi, node_off)
     progress(1.0)
-    return Partition(ec=ec)
+    return Partition(ec=ec, num_lo=num_lo, num_hi=num_hi, cat_nodes=nodes)
 
 
 ALGORITHMS = [Algorithm("mondrian", run, "local", {},

@@ -53,18 +53,6 @@ def _segment_widths(W, s, e, scale, tree_of, leaf_node, leaf_off, parent, leaf_h
 
 
 @njit
-def _count_le(W, j, s, e, cands, ncand, out):
-    """out[c] = number of rows s:e with W[:, j] <= cands[c], for all candidates in one pass."""
-    for c in range(ncand):
-        out[c] = 0
-    for i in range(s, e):
-        v = W[i, j]
-        for c in range(ncand):
-            if v <= cands[c]:
-                out[c] += 1
-
-
-@njit
 def _select(buf, n, kth):
     """Value of rank ``kth`` (0-based) among buf[:n]; reorders buf. Expected O(n): quickselect
     with a median-of-three pivot and a three-way partition (duplicate-heavy data stay linear)."""
@@ -124,11 +112,12 @@ def _side_ncp(n_nonempty, only_child, u, n_leaves, no):
 
 @njit
 def _tree_cut(W, s, e, j, k, t, leaf_node, leaf_off, parent, leaf_hi, n_leaves, node_off, seg_lo,
-              seg_hi):
+              seg_hi, bounds, tscr):
     """Cut along the taxonomy between two children of the segment's LCA (all leaves of a child
     stay on one side) and its cost, or (NaN, inf). The two boundaries next to the child holding
     the median row compete on the row-weighted NCP of the two sides (a side left with one child
     drops to that child); if neither is allowable, the most balanced allowable boundary.
+    ``bounds`` (float64) and ``tscr`` (int64, 4 rows) are scratch of at least leaves+1 columns.
     O((e-s)·log(children))."""
     no = node_off[t]
     lf = leaf_node[leaf_off[t]:leaf_off[t + 1]]
@@ -136,9 +125,10 @@ def _tree_cut(W, s, e, j, k, t, leaf_node, leaf_off, parent, leaf_hi, n_leaves, 
     lh = leaf_hi[no:node_off[t + 1]]
     u = _lca(lf, par, lh, int(seg_lo[j]), int(seg_hi[j]))
     # boundaries = last leaf of each child of u that intersects the segment's leaf range
-    nmax = int(seg_hi[j]) - int(seg_lo[j]) + 1
-    bounds = np.empty(nmax)
-    kids = np.empty(nmax, dtype=np.int64)
+    kids = tscr[0]
+    hist = tscr[1]
+    suf_n = tscr[2]
+    suf_c = tscr[3]
     nb = 0
     leaf = int(seg_lo[j])
     while leaf <= seg_hi[j]:
@@ -151,12 +141,12 @@ def _tree_cut(W, s, e, j, k, t, leaf_node, leaf_off, parent, leaf_hi, n_leaves, 
         leaf = lh[c] + 1
     if nb < 2:
         return np.nan, np.inf
-    hist = np.zeros(nb, dtype=np.int64)
+    hist[:nb] = 0
     for i in range(s, e):
         hist[_upper_bound(bounds, nb, W[i, j])] += 1
     # suffix: non-empty children count and the last one seen, for the right side of each cut
-    suf_n = np.zeros(nb + 1, dtype=np.int64)
-    suf_c = np.full(nb + 1, -1, dtype=np.int64)
+    suf_n[nb] = 0
+    suf_c[nb] = -1
     for b in range(nb - 1, -1, -1):
         suf_n[b] = suf_n[b + 1] + (1 if hist[b] > 0 else 0)
         suf_c[b] = kids[b] if hist[b] > 0 else suf_c[b + 1]
@@ -207,47 +197,49 @@ def _tree_cut(W, s, e, j, k, t, leaf_node, leaf_off, parent, leaf_hi, n_leaves, 
 def _median_cut(W, s, e, j, k, seg_lo, seg_hi, scale_j, buf):
     """Median cut on dimension j: '<= m' or '< m' (m the median), the most balanced allowable
     one, with its cost (row-weighted normalized span of the two sides), or (NaN, inf).
-    Expected linear time (quickselect on a copy)."""
+    Expected linear time (quickselect on a copy; the side counts come from the copy too)."""
     n = e - s
     for i in range(n):
         buf[i] = W[s + i, j]
     mid = (n - 1) // 2
     m = _select(buf, n, mid)
     below = -np.inf  # largest value strictly below m (after _select, all of buf[:mid] are <= m)
+    n_below = 0
     for i in range(mid):
-        if below < buf[i] < m:
-            below = buf[i]
+        v = buf[i]
+        if v < m:
+            n_below += 1
+            if v > below:
+                below = v
     above = np.inf  # smallest value strictly above m (all of buf[mid+1:] are >= m)
+    n_above = 0
     for i in range(mid + 1, n):
-        if m < buf[i] < above:
-            above = buf[i]
-    cands = np.empty(2)
-    cands[0] = m
-    cands[1] = below
-    nexts = np.empty(2)
-    nexts[0] = above
-    nexts[1] = m
-    counts = np.empty(2, dtype=np.int64)
-    _count_le(W, j, s, e, cands, 2, counts)
+        v = buf[i]
+        if v > m:
+            n_above += 1
+            if v < above:
+                above = v
     best_cut = np.nan
     best_cost = np.inf
     best_bal = -1
     for ci in range(2):
-        cut = cands[ci]
+        # candidate 0: '<= m' (next value above), candidate 1: '< m' i.e. '<= below'
+        cut = m if ci == 0 else below
+        nxt = above if ci == 0 else m
+        left = n - n_above if ci == 0 else n_below
         if not (cut >= seg_lo[j]) or not (cut < seg_hi[j]):
             continue
-        left = counts[ci]
         right = n - left
         if left >= k and right >= k and min(left, right) > best_bal:
             best_bal = min(left, right)
             best_cut = cut
-            best_cost = (left * (cut - seg_lo[j]) + right * (seg_hi[j] - nexts[ci])) / scale_j
+            best_cost = (left * (cut - seg_lo[j]) + right * (seg_hi[j] - nxt)) / scale_j
     return best_cut, best_cost
 
 
 @njit
 def _choose_cut(W, s, e, j, k, scale, tree_of, leaf_node, leaf_off, parent, leaf_hi, n_leaves,
-                node_off, seg_lo, seg_hi, buf, leaf_order_fallback):
+                node_off, seg_lo, seg_hi, buf, bounds, tscr, leaf_order_fallback):
     """Best allowable cut on dimension j (rows with value <= cut go left) and its cost
     (row-weighted NCP of the two sides on dimension j), or (NaN, inf).
 
@@ -258,7 +250,7 @@ def _choose_cut(W, s, e, j, k, scale, tree_of, leaf_node, leaf_off, parent, leaf
     if t < 0:
         return _median_cut(W, s, e, j, k, seg_lo, seg_hi, scale[j], buf)
     cut, cost = _tree_cut(W, s, e, j, k, t, leaf_node, leaf_off, parent, leaf_hi, n_leaves,
-                          node_off, seg_lo, seg_hi)
+                          node_off, seg_lo, seg_hi, bounds, tscr)
     if cut == cut or not leaf_order_fallback:
         return cut, cost
     cut, _ = _median_cut(W, s, e, j, k, seg_lo, seg_hi, 1.0, buf)
@@ -288,29 +280,32 @@ def _split_in_place(W, perm, j, s, e, cut):
 
 @njit
 def _process_segment(W, perm, s, e, k, scale, tree_of, leaf_node, leaf_off, parent, leaf_hi,
-                     n_leaves, node_off, leaf_order_fallback):
-    """Try to split idx[s:e]; returns the split position or -1 when no allowable cut exists."""
+                     n_leaves, node_off, leaf_order_fallback, scr, tried, Ws, buf, bounds, tscr):
+    """Try to split rows s:e; returns the split position or -1 when no allowable cut exists.
+
+    Scratch (reused across segments, so small segments allocate nothing): ``scr`` (4, d),
+    ``tried`` (d,), ``Ws`` (2*SAMPLE_ROWS+1, d), ``buf`` (>= e-s), ``bounds``/``tscr`` (tree cuts).
+    """
     d = W.shape[1]
     if e - s < 2 * k:
         return -1
-    w = np.empty(d)
-    lo = np.empty(d)
-    hi = np.empty(d)
+    w = scr[0]
+    lo = scr[1]
+    hi = scr[2]
+    est = scr[3]
     _segment_widths(W, s, e, scale, tree_of, leaf_node, leaf_off, parent, leaf_hi, n_leaves,
                     node_off, w, lo, hi)
-    buf = np.empty(e - s)
-    tried = np.zeros(d, dtype=np.bool_)
+    tried[:] = False
     n = e - s
     # Large segments rank tied dimensions on a strided sample (cheap), then cut exactly.
     stride = n // SAMPLE_ROWS if n > 2 * SAMPLE_ROWS else 1
     m = n // stride
+    ks = 1
     if stride > 1:
-        Ws = np.empty((m, d))
         for i in range(m):
             for c in range(d):
                 Ws[i, c] = W[s + i * stride, c]
         ks = max(1, (k * m) // n)
-    est = np.empty(d)
     while True:
         wmax = 0.0  # widest dimension not tried yet
         for jj in range(d):
@@ -330,7 +325,7 @@ def _process_segment(W, perm, s, e, k, scale, tree_of, leaf_node, leaf_off, pare
                 if est[jj] == est[jj]:
                     cut, cost = _choose_cut(Ws, 0, m, jj, ks, scale, tree_of, leaf_node, leaf_off,
                                             parent, leaf_hi, n_leaves, node_off, lo, hi, buf,
-                                            leaf_order_fallback)
+                                            bounds, tscr, leaf_order_fallback)
                     est[jj] = m * w[jj] - cost if cut == cut else -np.inf
             for _ in range(n_tied):  # exact cuts in order of estimated gain; first allowable wins
                 jbest = -1
@@ -340,7 +335,7 @@ def _process_segment(W, perm, s, e, k, scale, tree_of, leaf_node, leaf_off, pare
                 tried[jbest] = True
                 cut, cost = _choose_cut(W, s, e, jbest, k, scale, tree_of, leaf_node, leaf_off,
                                         parent, leaf_hi, n_leaves, node_off, lo, hi, buf,
-                                        leaf_order_fallback)
+                                        bounds, tscr, leaf_order_fallback)
                 if cut == cut:
                     return _split_in_place(W, perm, jbest, s, e, cut)
             continue
@@ -352,7 +347,8 @@ def _process_segment(W, perm, s, e, k, scale, tree_of, leaf_node, leaf_off, pare
                 continue
             tried[jj] = True
             cut, cost = _choose_cut(W, s, e, jj, k, scale, tree_of, leaf_node, leaf_off, parent,
-                                    leaf_hi, n_leaves, node_off, lo, hi, buf, leaf_order_fallback)
+                                    leaf_hi, n_leaves, node_off, lo, hi, buf, bounds, tscr,
+                                    leaf_order_fallback)
             if cut == cut and n * w[jj] - cost > best_gain:
                 best_gain = n * w[jj] - cost
                 best_j = jj
@@ -361,15 +357,23 @@ def _process_segment(W, perm, s, e, k, scale, tree_of, leaf_node, leaf_off, pare
             return _split_in_place(W, perm, best_j, s, e, best_cut)
 
 
+CHUNKS = 64  # segments of one round are handed out in this many blocks, each with its own scratch
+
+
 @njit_parallel
 def mondrian_partition(W, k, scale, tree_of, leaf_node, leaf_off, parent, leaf_hi, n_leaves,
                        node_off, leaf_order_fallback):
-    """Strict Mondrian. W (n, d) IN, permuted in place (scratch); returns ec int64 (n,) OUT,
-    classes numbered 0..C-1.
+    """Strict Mondrian. W (n, d) IN, permuted in place (scratch). Returns (ec int64 (n,), classes
+    numbered 0..C-1; lo, hi float64 (C, d): per class and dimension the smallest and largest
+    value of W, read from the class's contiguous block, so no scatter pass is needed).
 
     Every class has at least k rows (requires n >= k).
     """
     n = W.shape[0]
+    d = W.shape[1]
+    max_leaves = 1
+    for t in range(leaf_off.size - 1):
+        max_leaves = max(max_leaves, leaf_off[t + 1] - leaf_off[t])
     perm = np.arange(n).astype(np.int64)
     seg_s = np.zeros(1, dtype=np.int64)
     seg_e = np.full(1, n, dtype=np.int64)
@@ -379,10 +383,24 @@ def mondrian_partition(W, k, scale, tree_of, leaf_node, leaf_off, parent, leaf_h
     while seg_s.size > 0:
         m = seg_s.size
         split = np.empty(m, dtype=np.int64)
-        for i in prange(m):
-            split[i] = _process_segment(W, perm, seg_s[i], seg_e[i], k, scale, tree_of, leaf_node,
-                                        leaf_off, parent, leaf_hi, n_leaves, node_off,
-                                        leaf_order_fallback)
+        n_chunks = min(m, CHUNKS)
+        for c in prange(n_chunks):
+            a = c * m // n_chunks
+            b = (c + 1) * m // n_chunks
+            longest = 1
+            for i in range(a, b):
+                longest = max(longest, seg_e[i] - seg_s[i])
+            scr = np.empty((4, d))
+            tried = np.empty(d, dtype=np.bool_)
+            Ws = np.empty((2 * SAMPLE_ROWS + 1, d))
+            buf = np.empty(longest)
+            bounds = np.empty(max_leaves + 1)
+            tscr = np.empty((4, max_leaves + 1), dtype=np.int64)
+            for i in range(a, b):
+                split[i] = _process_segment(W, perm, seg_s[i], seg_e[i], k, scale, tree_of,
+                                            leaf_node, leaf_off, parent, leaf_hi, n_leaves,
+                                            node_off, leaf_order_fallback, scr, tried, Ws, buf,
+                                            bounds, tscr)
         n_open = 0
         for i in range(m):
             if split[i] < 0:
@@ -404,7 +422,18 @@ def mondrian_partition(W, k, scale, tree_of, leaf_node, leaf_off, parent, leaf_h
         seg_s = new_s
         seg_e = new_e
     ec = np.empty(n, dtype=np.int64)
+    cls_lo = np.empty((n_fin, d))
+    cls_hi = np.empty((n_fin, d))
     for c in prange(n_fin):
+        for j in range(d):
+            cls_lo[c, j] = np.inf
+            cls_hi[c, j] = -np.inf
         for i in range(fin_s[c], fin_e[c]):
             ec[perm[i]] = c
-    return ec
+            for j in range(d):
+                v = W[i, j]
+                if v < cls_lo[c, j]:
+                    cls_lo[c, j] = v
+                if v > cls_hi[c, j]:
+                    cls_hi[c, j] = v
+    return ec, cls_lo, cls_hi

@@ -1,0 +1,86 @@
+"""Mondrian kernel against from-scratch checks: k-anonymity, strictness (no final class has an
+allowable cut left), the published values it reads off its class blocks equal the generic
+scatter pass of ``generalize``, and a hand-computed partition."""
+import numpy as np
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import naive
+from kanon_duckdb.algorithms.base import Partition, QIData
+from kanon_duckdb.algorithms.mondrian import partition_rows, run
+from kanon_duckdb.generalize import generalize
+from kanon_duckdb.taxonomy.tree import build_index
+
+
+@st.composite
+def cases(draw):
+    _rng, data, k = naive.draw_qidata_k(draw, max_n=80)
+    return data, k
+
+
+def _median_cut_allowable(values, k):
+    """Strict Mondrian's numeric test: '<= median' or '< median' leaves >= k rows on each side."""
+    n = len(values)
+    m = np.sort(values)[(n - 1) // 2]
+    return any(k <= left <= n - k for left in (int((values <= m).sum()), int((values < m).sum())))
+
+
+def _tree_cut_allowable(tree, leaves, k):
+    """Some boundary between two children of the LCA leaves >= k rows on each side."""
+    n = len(leaves)
+    u = tree.lca(int(leaves.min()), int(leaves.max()))
+    kids = [c for c in range(tree.n_nodes) if tree.parent[c] == u]
+    return any(k <= int((leaves <= tree.leaf_hi[c]).sum()) <= n - k for c in kids)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases())
+def test_classes_are_k_anonymous_and_have_no_allowable_cut_left(case):
+    data, k = case
+    ec = partition_rows(data, k)
+    assert ec.shape == (data.n,)
+    sizes = np.bincount(ec)
+    assert sizes.min() >= k and (sizes > 0).all()
+    for c in range(sizes.size):
+        rows = np.flatnonzero(ec == c)
+        if rows.size < 2 * k:
+            continue
+        for j in range(data.dn):
+            assert not _median_cut_allowable(data.num[rows, j], k)
+        for j, tree in enumerate(data.trees):
+            leaves = data.cat[rows, j]
+            assert not _tree_cut_allowable(tree, leaves, k)
+            assert not _median_cut_allowable(leaves.astype(np.float64), k)  # leaf-order fallback
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases())
+def test_published_values_equal_the_generic_class_statistics(case):
+    data, k = case
+    part = run(data, k, 0, {})
+    fast = generalize(data, part)
+    generic = generalize(data, Partition(ec=part.ec))
+    assert np.array_equal(fast.ec, generic.ec)
+    assert np.array_equal(fast.size, generic.size)
+    assert np.array_equal(fast.lo, generic.lo, equal_nan=True)
+    assert np.array_equal(fast.hi, generic.hi, equal_nan=True)
+    assert np.array_equal(fast.nodes, generic.nodes)
+
+
+def test_hand_computed_partition():
+    # ages 1..8, k=2: median cuts halve the range until every class holds two rows
+    # zip tree: * -> {A, B}, A -> {a1, a2}, B -> {b1, b2}; constant here, so never cut
+    tree = build_index("zip", [("A", "*"), ("B", "*"), ("a1", "A"), ("a2", "A"), ("b1", "B"),
+                               ("b2", "B")])
+    n = 8
+    num = np.arange(1, n + 1, dtype=np.float64).reshape(n, 1)
+    cat = np.full((n, 1), tree.leaf_of_label["a1"], dtype=np.int32)
+    data = QIData(n=n, num=num, num_null=np.zeros((n, 1), bool), num_lo=np.array([1.0]),
+                  num_hi=np.array([8.0]), num_is_int=np.ones(1, bool), cat=cat, trees=[tree],
+                  num_names=["age"], cat_names=["zip"])
+    g = generalize(data, run(data, 2, 0, {}))
+    ranges = sorted((g.lo[c, 0], g.hi[c, 0]) for c in range(g.n_classes))
+    assert ranges == [(1, 2), (3, 4), (5, 6), (7, 8)]
+    assert {tree.labels[u] for u in g.nodes[:, 0]} == {"a1"}
+    # with k=3 the 8 rows split once ('<= 4'), then 4 rows cannot be cut into two sides of 3
+    g = generalize(data, run(data, 3, 0, {}))
+    assert sorted((g.lo[c, 0], g.hi[c, 0]) for c in range(g.n_classes)) == [(1, 4), (5, 8)]
