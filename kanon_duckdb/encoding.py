@@ -11,15 +11,18 @@ NULL policy (documented in the README):
   is generalized to the root, a class of NULLs only keeps NULL.
 - numeric: NULL sorts below every value (so NULLs cluster together); a class holding any NULL
   publishes a NULL range (``c_min``/``c_max`` NULL, meaning "any value"), which the metrics count
-  as fully generalized.
+  as fully generalized. A floating-point NaN is treated as NULL.
 """
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow.compute as pc
 
+from ._numba_config import njit
 from .algorithms.base import QIData
 from .errors import DataError, InvalidParameterError, TaxonomyError, UnknownObjectError
 from .sqlutil import quote_ident, resolve_table
@@ -128,24 +131,20 @@ def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False) -> tuple[n
     hi = np.zeros(dn)
     for j in range(dn):
         col = tbl.column(1 + j).combine_chunks()
-        vals = col.to_numpy(zero_copy_only=False).astype(np.float64)
-        isnull = np.isnan(vals) if col.null_count else np.zeros(n, bool)
-        if col.null_count:
-            isnull |= np.asarray(col.is_null())
-        if isnull.all():
-            lo[j] = hi[j] = 0.0
-        else:
-            lo[j], hi[j] = np.nanmin(vals[~isnull]), np.nanmax(vals[~isnull])
-        vals[isnull] = lo[j] - 1.0
-        num[:, j] = vals
-        num_null[:, j] = isnull
+        vals = col.to_numpy(zero_copy_only=False)
+        valid = np.asarray(col.is_valid()) if col.null_count else np.ones(0, dtype=bool)
+        lo[j], hi[j] = _fill_numeric(vals, valid, num, num_null, j)
+    # dictionary encoding is the costly part; pyarrow releases the GIL, so columns run in parallel
+    cat_cols = [tbl.column(1 + dn + j) for j in range(dc)]
+    with ThreadPoolExecutor(max_workers=max(1, min(dc, os.cpu_count() or 1))) as pool:
+        encoded = list(pool.map(lambda col: pc.dictionary_encode(col.combine_chunks()), cat_cols))
     cat = np.empty((n, dc), dtype=np.int32)
     trees = []
     for j, c in enumerate(plan.categorical):
-        col = tbl.column(1 + dn + j).combine_chunks()
-        enc = pc.dictionary_encode(col)
+        enc = encoded[j]
         values = enc.dictionary.to_pylist()
-        counts = np.bincount(enc.indices.fill_null(len(values)).to_numpy(), minlength=len(values) + 1)
+        codes = enc.indices.fill_null(len(values)).to_numpy()
+        counts = np.bincount(codes, minlength=len(values) + 1)
         tree = read_tree(con, c)
         if tree is None:
             tree = build_index(c, [(v, "*") for v in sorted(values)] if values else [("*", None)])
@@ -154,13 +153,11 @@ def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False) -> tuple[n
                     f"column '{c}' holds the value '*', which the automatic flat taxonomy uses as "
                     f"its root; give '{c}' a taxonomy in kanon_taxonomy")
         validate_coverage(tree, zip(values, counts[:-1]))
-        has_null = col.null_count > 0
-        if has_null:
+        if enc.indices.null_count > 0:
             tree = tree.with_null_leaf()
         lut = np.array([tree.leaf_of_label[v] for v in values] + [tree.leaf_of_label.get(None, -1)],
                        dtype=np.int32)
-        codes = enc.indices.fill_null(len(values)).to_numpy().astype(np.int64)
-        cat[:, j] = lut[codes]
+        _gather_column(lut, codes, cat, j)
         trees.append(tree)
     extra = {c: tbl.column(1 + dn + dc + i).combine_chunks() for i, c in enumerate(extra_columns)}
     is_int = np.array([c in plan.integer for c in plan.numeric], dtype=bool)
@@ -169,6 +166,43 @@ def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False) -> tuple[n
     if need_num_trees:
         data = attach_numeric_trees(con, plan, data)
     return rowid, data
+
+
+@njit
+def _fill_numeric(vals, valid, out, out_null, j):
+    """Copy one numeric column into out[:, j] in one pass: NULL (``valid`` False, when given)
+    and NaN become (min - 1) with out_null set, per the NULL policy. Returns (min, max) of the
+    other values, (0, 0) when there are none."""
+    n = vals.shape[0]
+    lo = np.inf
+    hi = -np.inf
+    has_mask = valid.shape[0] == n
+    for i in range(n):
+        v = float(vals[i])
+        if (has_mask and not valid[i]) or v != v:
+            continue
+        if v < lo:
+            lo = v
+        if v > hi:
+            hi = v
+    if lo > hi:
+        lo = 0.0
+        hi = 0.0
+    for i in range(n):
+        v = float(vals[i])
+        if (has_mask and not valid[i]) or v != v:
+            out[i, j] = lo - 1.0
+            out_null[i, j] = True
+        else:
+            out[i, j] = v
+    return lo, hi
+
+
+@njit
+def _gather_column(lut, codes, out, j):
+    """out[:, j] = lut[codes] (strided write into a row-major block)."""
+    for i in range(codes.shape[0]):
+        out[i, j] = lut[codes[i]]
 
 
 def _check_numeric_text(con, plan, c):

@@ -117,7 +117,7 @@ def _tree_cut(W, s, e, j, k, t, leaf_node, leaf_off, parent, leaf_hi, n_leaves, 
     stay on one side) and its cost, or (NaN, inf). The two boundaries next to the child holding
     the median row compete on the row-weighted NCP of the two sides (a side left with one child
     drops to that child); if neither is allowable, the most balanced allowable boundary.
-    ``bounds`` (float64) and ``tscr`` (int64, 4 rows) are scratch of at least leaves+1 columns.
+    ``bounds`` (float64) and ``tscr`` (int64, 5 rows) are scratch of at least leaves+1 columns.
     O((e-s)·log(children))."""
     no = node_off[t]
     lf = leaf_node[leaf_off[t]:leaf_off[t + 1]]
@@ -142,8 +142,21 @@ def _tree_cut(W, s, e, j, k, t, leaf_node, leaf_off, parent, leaf_hi, n_leaves, 
     if nb < 2:
         return np.nan, np.inf
     hist[:nb] = 0
-    for i in range(s, e):
-        hist[_upper_bound(bounds, nb, W[i, j])] += 1
+    lo_leaf = int(seg_lo[j])
+    n_range = int(seg_hi[j]) - lo_leaf + 1
+    if n_range <= 4 * (e - s) + 64:
+        # child index per leaf of the segment's range, then one lookup per row
+        loc = tscr[4]
+        b = 0
+        for off in range(n_range):
+            if lo_leaf + off > bounds[b]:
+                b += 1
+            loc[off] = b
+        for i in range(s, e):
+            hist[loc[int(W[i, j]) - lo_leaf]] += 1
+    else:
+        for i in range(s, e):
+            hist[_upper_bound(bounds, nb, W[i, j])] += 1
     # suffix: non-empty children count and the last one seen, for the right side of each cut
     suf_n[nb] = 0
     suf_c[nb] = -1
@@ -395,7 +408,7 @@ def mondrian_partition(W, k, scale, tree_of, leaf_node, leaf_off, parent, leaf_h
             Ws = np.empty((2 * SAMPLE_ROWS + 1, d))
             buf = np.empty(longest)
             bounds = np.empty(max_leaves + 1)
-            tscr = np.empty((4, max_leaves + 1), dtype=np.int64)
+            tscr = np.empty((5, max_leaves + 1), dtype=np.int64)
             for i in range(a, b):
                 split[i] = _process_segment(W, perm, seg_s[i], seg_e[i], k, scale, tree_of,
                                             leaf_node, leaf_off, parent, leaf_hi, n_leaves,
