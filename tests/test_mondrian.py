@@ -2,11 +2,12 @@
 allowable cut left), the published values it reads off its class blocks equal the generic
 scatter pass of ``generalize``, and a hand-computed partition."""
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import naive
 from kanon_duckdb.algorithms.base import Partition, QIData
-from kanon_duckdb.algorithms.mondrian import partition_rows, run
+from kanon_duckdb.algorithms.mondrian import _kernels, partition_rows, run
 from kanon_duckdb.generalize import generalize
 from kanon_duckdb.taxonomy.tree import build_index
 
@@ -84,3 +85,36 @@ def test_hand_computed_partition():
     # with k=3 the 8 rows split once ('<= 4'), then 4 rows cannot be cut into two sides of 3
     g = generalize(data, run(data, 3, 0, {}))
     assert sorted((g.lo[c, 0], g.hi[c, 0]) for c in range(g.n_classes)) == [(1, 4), (5, 8)]
+
+
+def _naive_median_stats(x):
+    x = np.sort(x)
+    m = x[(len(x) - 1) // 2]
+    lower, upper = x[x < m], x[x > m]
+    return (m, lower.max() if lower.size else -np.inf, upper.min() if upper.size else np.inf,
+            lower.size, upper.size)
+
+
+@pytest.mark.parametrize("n", [5, 1000, _kernels.WINDOW_MIN_ROWS, 3 * _kernels.WINDOW_MIN_ROWS + 7])
+@pytest.mark.parametrize("shape", ["uniform", "few_values", "sorted", "reversed", "periodic",
+                                   "one_value", "two_values_skewed", "strided_trap"])
+def test_median_statistics_equal_a_full_sort(n, shape):
+    """The sampled rank window (large segments) and the quickselect path agree with sorting,
+    also on inputs that defeat a strided sample (sorted, periodic, heavy duplicates)."""
+    rng = np.random.default_rng(n)
+    x = {"uniform": rng.random(n),
+         "few_values": rng.integers(0, 5, n).astype(float),
+         "sorted": np.sort(rng.random(n)),
+         "reversed": np.sort(rng.random(n))[::-1].copy(),
+         "periodic": (np.arange(n) % _kernels.WINDOW_SAMPLE).astype(float),
+         "one_value": np.full(n, 3.0),
+         "two_values_skewed": (rng.random(n) < 0.52).astype(float),
+         # every sampled row holds the same value: the window misses and the full path runs
+         "strided_trap": (np.arange(n) % max(2, n // _kernels.WINDOW_SAMPLE)).astype(float)}[shape]
+    W = np.ascontiguousarray(np.column_stack([rng.random(n), x]))
+    got = _kernels._median_stats(W, 0, n, 1, np.empty(n))
+    assert tuple(float(v) for v in got) == tuple(float(v) for v in _naive_median_stats(x))
+    # a segment in the middle of the array
+    s, e = n // 4, n // 4 + max(1, n // 2)
+    got = _kernels._median_stats(W, s, e, 1, np.empty(n))
+    assert tuple(float(v) for v in got) == tuple(float(v) for v in _naive_median_stats(x[s:e]))
