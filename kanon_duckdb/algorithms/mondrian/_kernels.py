@@ -9,8 +9,9 @@ Work is breadth-first: every round processes all open segments in parallel (``pr
 segment either splits into two contiguous halves of ``W``/``perm`` (in place, disjoint slices, so
 no races) or becomes final. Medians: large segments select within a rank window bracketed by
 two pivots from a sample (Floyd-Rivest), small ones by quickselect on a copy: linear time per
-node, O(n·d·log n) overall. Each block of segments of a round reuses one set of scratch arrays. Library calls with heavy numba implementations (np.partition,
-np.argsort, np.searchsorted) are replaced by small loops, which keeps the first-call compile short.
+node, O(n·d·log n) overall. Each block of segments of a round reuses one set of scratch
+arrays. Library calls with heavy numba implementations (np.partition, np.argsort,
+np.searchsorted) are replaced by small loops, which keeps the first-call compile short.
 """
 import numpy as np
 from numba import prange
