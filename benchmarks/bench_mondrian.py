@@ -62,8 +62,13 @@ def adult_rows(ks, qi, reps=3):
     return rows
 
 
-def _child(mode: str, n: int) -> dict:
-    """Run one measured step in this (fresh) process: 'orderby' or 'mondrian'."""
+def _child(mode: str, n: int, repeat: int) -> dict:
+    """Run one measured step ``repeat`` times in this (fresh) process: 'orderby' or 'mondrian'.
+
+    Peak RSS is taken after the first run (the later ones replace the same output table);
+    the time reported is the median of the runs, so both steps get the same treatment."""
+    import statistics
+
     import kanon_duckdb
     con = kanon_duckdb.connect()
     if mode == "mondrian":  # warm the numba cache on a tiny table first
@@ -71,22 +76,29 @@ def _child(mode: str, n: int) -> dict:
         con.execute(f"CREATE OR REPLACE TABLE w AS FROM k_anonymize('synth', k := 10, qi := {SYNTH_QI!r})")
     con.execute(SYNTH_SQL.format(n=n))
     base = peak_rss_mb()
-    t0 = time.perf_counter()
     if mode == "orderby":
-        con.execute(f"CREATE OR REPLACE TABLE out AS SELECT * FROM synth ORDER BY {', '.join(SYNTH_QI)}")
+        sql = f"CREATE TABLE out AS SELECT * FROM synth ORDER BY {', '.join(SYNTH_QI)}"
     else:
-        con.execute(f"CREATE OR REPLACE TABLE out AS FROM k_anonymize('synth', k := 10, qi := {SYNTH_QI!r})")
-    secs = time.perf_counter() - t0
+        sql = f"CREATE TABLE out AS FROM k_anonymize('synth', k := 10, qi := {SYNTH_QI!r})"
+    runs, peak = [], None
+    for _ in range(repeat):
+        con.execute("DROP TABLE IF EXISTS out")
+        t0 = time.perf_counter()
+        con.execute(sql)
+        runs.append(time.perf_counter() - t0)
+        peak = peak if peak is not None else peak_rss_mb()
     extra = {}
     if mode == "mondrian":
-        extra["kernel_s"] = con.sql("SELECT max(elapsed_s) FROM kanon_runs").fetchall()[0][0]
+        extra["kernel_s"] = statistics.median(
+            r[0] for r in con.execute("SELECT elapsed_s FROM kanon_runs WHERE n_rows = ?", [n]).fetchall())
         extra["min_class"] = con.sql("SELECT min(ec_size) FROM out").fetchall()[0][0]
     con.close()
-    return {"seconds": secs, "peak_rss_mb": peak_rss_mb(), "rss_before_mb": base, **extra}
+    return {"seconds": statistics.median(runs), "runs": runs, "peak_rss_mb": peak,
+            "rss_before_mb": base, **extra}
 
 
-def measure(mode: str, n: int) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--child", mode, "--n", str(n)],
+def measure(mode: str, n: int, repeat: int) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--child", mode, "--n", str(n), "--repeat", str(repeat)],
                          capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -103,11 +115,13 @@ def main(argv=None):
     ap.add_argument("--ks", default="2,5,10,25,50,100")
     ap.add_argument("--sizes", default="1e6", help="comma-separated synthetic row counts ('' to skip)")
     ap.add_argument("--skip-adult", action="store_true")
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="runs per synthetic step, each step in its own process; the median is reported")
     ap.add_argument("--child", choices=["orderby", "mondrian"], help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
-        print(json.dumps(_child(args.child, args.n)))
+        print(json.dumps(_child(args.child, args.n, args.repeat)))
         return
     ks = [int(x) for x in args.ks.split(",") if x]
     if not args.skip_adult:
@@ -119,17 +133,22 @@ def main(argv=None):
                          for k, c, g, d, a, s, r in rows])
     sizes = [int(float(x)) for x in args.sizes.split(",") if x]
     if sizes:
-        print("\nSynthetic n x 8 QIs (4 numeric, 4 categorical), k = 10; each step in its own process")
-        rows = []
+        print(f"\nSynthetic n x 8 QIs (4 numeric, 4 categorical), k = 10; each step in its own process, "
+              f"median of {args.repeat} runs (all runs listed below)")
+        rows, runs = [], []
         for n in sizes:
-            ob = measure("orderby", n)
-            mo = measure("mondrian", n)
+            ob = measure("orderby", n, args.repeat)
+            mo = measure("mondrian", n, args.repeat)
+            runs.append((n, ob["runs"], mo["runs"]))
             rows.append((f"{n:,}", f"{ob['seconds']:.2f}", f"{mo['seconds']:.2f}",
                          f"{mo['seconds'] / ob['seconds']:.2f}", f"{mo['kernel_s']:.2f}",
                          f"{ob['peak_rss_mb'] - ob['rss_before_mb']:.0f}",
                          f"{mo['peak_rss_mb'] - mo['rss_before_mb']:.0f}", mo["min_class"]))
         print_table(["rows", "ORDER BY s", "k_anonymize s", "ratio", "UDF s", "ORDER BY +RSS MB",
                      "k_anonymize +RSS MB", "min class"], rows)
+        for n, ob_runs, mo_runs in runs:
+            print(f"  {n:,} rows, all runs: ORDER BY {', '.join(f'{t:.2f}' for t in ob_runs)}; "
+                  f"k_anonymize {', '.join(f'{t:.2f}' for t in mo_runs)}")
 
 
 if __name__ == "__main__":
