@@ -32,6 +32,7 @@ from .taxonomy.tree import TaxonomyIndex, build_index
 _INT_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
               "UINTEGER", "UBIGINT", "UHUGEINT"}
 _FLOAT_TYPES = {"FLOAT", "DOUBLE", "REAL"}
+_CASTABLE_TO_NUMBER = {"VARCHAR", "TEXT", "STRING", "BOOLEAN"}  # may be forced numeric
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,11 @@ def plan_qis(con, table, qi, numeric=None, categorical=None) -> QIPlan:
     for c in qi:
         base = types[c].split("(")[0].upper()
         is_numeric_type = base in _INT_TYPES or base in _FLOAT_TYPES or base == "DECIMAL"
+        if c in forced_num and not is_numeric_type and base not in _CASTABLE_TO_NUMBER:
+            raise InvalidParameterError(
+                f"column '{c}' has type {types[c]}, which cannot be a numeric QI (only numbers, "
+                f"BOOLEAN and text holding numbers can); leave it categorical (for dates, with a "
+                f"tree from kanon_build_dates), or anonymize a numeric copy such as epoch days")
         if c in forced_cat or (not is_numeric_type and c not in forced_num):
             cat.append(c)
         else:

@@ -3,6 +3,7 @@ import duckdb
 import pytest
 
 import kanon_duckdb
+import kanon_duckdb.algorithms
 
 
 @pytest.fixture()
@@ -90,6 +91,25 @@ def test_null_values_form_their_own_category_and_stay_k_anonymous(con):
     # a class holding a NULL in a numeric QI publishes a NULL range
     bad = con.sql("SELECT count(*) FROM n r JOIN n_out o USING (id) WHERE r.a IS NULL AND o.a_min IS NOT NULL").fetchall()
     assert bad[0][0] == 0
+
+
+@pytest.mark.parametrize("algo", sorted(kanon_duckdb.algorithms.registry()))
+def test_all_null_qi_columns_are_published_as_null(con, algo):
+    con.execute("CREATE TABLE nulls AS SELECT i AS id, NULL::INTEGER AS a, NULL::VARCHAR AS b, i % 3 AS x "
+                "FROM range(40) r(i)")
+    con.execute(f"CREATE TABLE nulls_out AS FROM k_anonymize('nulls', k := 4, algo := '{algo}', "
+                f"qi := ['a', 'b', 'x'])")
+    n, n_null_ranges, n_null_labels, smallest = con.sql(
+        "SELECT count(*), count(*) FILTER (a_min IS NULL AND a_max IS NULL), count(*) FILTER (b IS NULL), "
+        "min(ec_size) FROM nulls_out").fetchall()[0]
+    assert (n, n_null_ranges, n_null_labels) == (40, 40, 40)
+    assert smallest >= 4
+
+
+def test_a_date_column_cannot_be_forced_numeric(con):
+    con.execute("CREATE TABLE dates AS SELECT DATE '2020-01-01' + i::INTEGER AS d FROM range(10) r(i)")
+    with pytest.raises(duckdb.Error, match="column 'd' has type DATE, which cannot be a numeric QI"):
+        con.execute("FROM k_anonymize('dates', k := 2, qi := ['d'], \"numeric\" := ['d'])").fetchall()
 
 
 def test_nan_in_a_double_qi_follows_the_null_policy(con):

@@ -74,7 +74,8 @@ class TaxonomyIndex:
         """A copy with an extra NULL leaf under the root (the NULL policy for categorical QIs)."""
         if self.has_null_leaf:
             return self
-        edges = [(self.labels[u], self.labels[self.parent[u]]) for u in range(1, self.n_nodes)]
+        edges = [(self.labels[0], None)]  # keeps a root-only tree (an all-NULL column) non-empty
+        edges += [(self.labels[u], self.labels[self.parent[u]]) for u in range(1, self.n_nodes)]
         return build_index(self.attr, edges, root=self.labels[0], _null_leaf=True)
 
 
