@@ -156,7 +156,8 @@ def run_anonymize(args) -> int:
             if not os.path.exists(path):
                 raise CliError(f"hierarchy file not found: {path}")
             load_arx_taxonomy(con, attr, path, delimiter=args.hierarchy_delimiter)
-        select = k_anonymize_sql(source, args.k, args.algo, args.qi, args.seed, params)
+        select = k_anonymize_sql(source, args.k, args.algo, args.qi, args.seed, params,
+                                 numeric=args.numeric, categorical=args.categorical)
         if out_fmt is None:
             exists = con.execute(
                 "SELECT count(*) FROM duckdb_tables() WHERE table_name = ? AND schema_name = "
@@ -394,6 +395,10 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--k", type=_positive_int, required=True, help="k of k-anonymity")
     a.add_argument("--algo", default="mondrian", help="algorithm (default: mondrian)")
     a.add_argument("--qi", type=_csv_list, required=True, help="comma-separated quasi-identifiers")
+    a.add_argument("--numeric", type=_csv_list, default=None,
+                   help="QIs to treat as numeric ranges (default: the columns of numeric type)")
+    a.add_argument("--categorical", type=_csv_list, default=None,
+                   help="QIs to treat as categorical, e.g. codes read as numbers such as ZIP")
     a.add_argument("--out", required=True, metavar="OUTPUT",
                    help="output file (.parquet/.csv/.tsv/.json) or table name")
     a.add_argument("--table", help="table to anonymize (DuckDB INPUT) or to load a file into")

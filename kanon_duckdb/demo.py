@@ -29,14 +29,20 @@ def sql_list(values) -> str:
     return "[" + ", ".join(sql_string(v) for v in values) + "]"
 
 
-def k_anonymize_sql(table: str, k: int, algo: str, qi, seed: int = 0, params=None) -> str:
+def k_anonymize_sql(table: str, k: int, algo: str, qi, seed: int = 0, params=None,
+                    numeric=None, categorical=None) -> str:
     """``FROM k_anonymize(...)`` with every argument as a SQL literal.
 
     The macro needs constant arguments (its plan is folded at bind time), so values are written
-    as escaped literals; ``k``/``seed`` are checked to be integers first.
+    as escaped literals; ``k``/``seed`` are checked to be integers first. ``numeric`` /
+    ``categorical`` override the type-based choice of numeric and categorical QIs.
     """
     args = [sql_string(table), f"k := {int(k)}", f"algo := {sql_string(algo)}",
             f"qi := {sql_list(qi)}", f"seed := {int(seed)}"]
+    if numeric:
+        args.append(f'"numeric" := {sql_list(numeric)}')
+    if categorical:
+        args.append(f"categorical := {sql_list(categorical)}")
     for name, value in (params or {}).items():
         if not name.isidentifier():
             raise ValueError(f"invalid parameter name {name!r}")

@@ -217,6 +217,22 @@ def test_anonymize_csv_to_parquet_is_k_anonymous(tmp_path):
     assert bad == 0
 
 
+def test_anonymize_categorical_override_keeps_a_numeric_looking_code_as_labels(tmp_path, capsys):
+    src, dst = tmp_path / "p.csv", tmp_path / "o.parquet"
+    _write_csv(src, 40)
+    args = ["anonymize", str(src), "--k", "4", "--qi", "age,zip", "--categorical", "zip", "--out", str(dst)]
+    assert cli.main(args) == 0, capsys.readouterr().err
+    con = duckdb.connect()
+    try:
+        cols = [r[0] for r in con.execute("DESCRIBE SELECT * FROM read_parquet(?)", [str(dst)]).fetchall()]
+        assert "zip" in cols and "zip_min" not in cols
+        smallest, = con.execute("SELECT min(c) FROM (SELECT count(*) c FROM read_parquet(?) "
+                                "GROUP BY age_min, age_max, zip)", [str(dst)]).fetchall()[0]
+        assert smallest >= 4
+    finally:
+        con.close()
+
+
 def test_anonymize_bad_output_extension_is_one_line_error(tmp_path, capsys):
     src = tmp_path / "p.csv"
     _write_csv(src, 10)
