@@ -14,7 +14,7 @@ from .algorithms.base import Partition, QIData, no_progress
 from .encoding import QIPlan, encode, plan_qis
 from .errors import InfeasibleError, InvalidParameterError
 from .generalize import Generalized, generalize, per_qi_loss
-from .runs import ensure_runs_table, next_run_id, record_run
+from .runs import record_run
 
 
 @dataclass(frozen=True)
@@ -104,16 +104,15 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
     elapsed = time.perf_counter() - t0
     run_id = 0
     if record:
-        ensure_runs_table(con)
-        run_id = next_run_id(con)
         loss = per_qi_loss(data, g)
         order = {c: i for i, c in enumerate(plan.numeric + plan.categorical)}
         n_sup = int(part.suppressed.sum()) if part.suppressed is not None else 0
-        record_run(con, run_id=run_id, source=plan.table, k=k, algo=algorithm.name, qi=plan.qi,
-                   numeric_qi=plan.numeric, categorical_qi=plan.categorical, params=params,
-                   seed=seed, n_rows=data.n, n_classes=g.n_classes, n_suppressed=n_sup,
-                   elapsed_s=elapsed, qi_loss=[loss[order[c]] for c in plan.qi],
-                   weights=part.info.get("weights"), details=part.info)
+        run_id = record_run(con, source=plan.table, k=k, algo=algorithm.name, qi=plan.qi,
+                            numeric_qi=plan.numeric, categorical_qi=plan.categorical,
+                            params=params, seed=seed, n_rows=data.n, n_classes=g.n_classes,
+                            n_suppressed=n_sup, elapsed_s=elapsed,
+                            qi_loss=[loss[order[c]] for c in plan.qi],
+                            weights=part.info.get("weights"), details=part.info)
     return AnonymizationResult(run_id, plan, data, rowid, g, part, elapsed, params)
 
 

@@ -103,7 +103,23 @@ def plan_qis(con, table, qi, numeric=None, categorical=None) -> QIPlan:
             num.append(c)
             if base in _INT_TYPES:
                 integer.append(c)
+    _check_output_names([c for c, _ in cols], num)
     return QIPlan(table, table_sql, qi, num, integer, cat, types, [c for c, _ in cols])
+
+
+ADDED_COLUMNS = ("ec", "ec_size", "suppressed", "kanon_run")
+
+
+def _check_output_names(columns, numeric):
+    """The output adds ``ADDED_COLUMNS`` and c_min/c_max per numeric QI: a table column of such a
+    name (or of the reserved ``__kanon_`` prefix) would be shadowed, so it is refused."""
+    taken = set(ADDED_COLUMNS) | {f"{c}_{end}" for c in numeric for end in ("min", "max")}
+    clash = [c for c in columns if c in taken or c.startswith("__kanon_")]
+    if clash:
+        raise InvalidParameterError(
+            f"column(s) {', '.join(repr(c) for c in clash)} clash with the columns k_anonymize "
+            f"adds ({', '.join(ADDED_COLUMNS)}, <numeric QI>_min/_max); rename them in a copy "
+            f"of the table first")
 
 
 def read_tree(con, attr) -> TaxonomyIndex | None:

@@ -27,3 +27,7 @@ class InfeasibleError(KanonError):
 
 class UnsupportedQueryError(KanonError):
     """The query rewriter met a SQL construct it cannot estimate on anonymized data."""
+
+
+class ConcurrentChangeError(KanonError):
+    """The source table changed while k_anonymize ran; running it again is the fix."""

@@ -2,6 +2,11 @@
 from __future__ import annotations
 
 import json
+import threading
+
+# Runs of one statement (several k_anonymize calls) are recorded from parallel threads through
+# separate cursors: reading max(run_id) and inserting must not interleave.
+_RECORD_LOCK = threading.Lock()
 
 RUNS_DDL = """
 CREATE TABLE IF NOT EXISTS kanon_runs (
@@ -33,9 +38,19 @@ def next_run_id(con) -> int:
     return int(con.execute("SELECT coalesce(max(run_id), 0) + 1 FROM kanon_runs").fetchall()[0][0])
 
 
-def record_run(con, *, run_id, source, k, algo, qi, numeric_qi, categorical_qi, params, seed,
-               n_rows, n_classes, n_suppressed, elapsed_s, qi_loss, weights=None, details=None):
-    """Insert one run row (parameters bound, nothing spliced)."""
+def record_run(con, *, source, k, algo, qi, numeric_qi, categorical_qi, params, seed,
+               n_rows, n_classes, n_suppressed, elapsed_s, qi_loss, weights=None, details=None) -> int:
+    """Insert one run row under the next run id (parameters bound, nothing spliced); returns the id."""
+    with _RECORD_LOCK:
+        ensure_runs_table(con)
+        run_id = next_run_id(con)
+        _insert_run(con, run_id, source, k, algo, qi, numeric_qi, categorical_qi, params, seed,
+                    n_rows, n_classes, n_suppressed, elapsed_s, qi_loss, weights, details)
+    return run_id
+
+
+def _insert_run(con, run_id, source, k, algo, qi, numeric_qi, categorical_qi, params, seed,
+                n_rows, n_classes, n_suppressed, elapsed_s, qi_loss, weights, details):
     con.execute(
         "INSERT INTO kanon_runs (run_id, source, k, algo, qi, numeric_qi, categorical_qi, params, "
         "seed, n_rows, n_classes, n_suppressed, elapsed_s, qi_loss, weights, details) "

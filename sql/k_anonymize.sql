@@ -4,10 +4,11 @@
 -- the NULL policy); categorical QI c -> label of the class's LCA in its taxonomy (or the chosen
 -- level for full-domain algorithms); ec (class id), ec_size, suppressed, kanon_run (kanon_runs.run_id).
 -- __kanon_plan is deterministic and folded at bind time, which names the output columns;
--- __kanon_run runs once (materialized CTE) and returns the assignment (in table scan order, joined
--- back by position and checked against rowid) and the per-class values. The per-class published
--- columns are built first (one row per class, named after the QIs through a 0-row copy of the
--- table), so the row-level join carries scalars rather than lists.
+-- __kanon_run runs once (materialized CTE) and returns the per-class values and a token for its
+-- row->class assignment, which __kanon_ec looks up by rowid during a parallel scan of the table
+-- (it fails if a scanned row was not anonymized; a row count check catches rows that vanished).
+-- The per-class published columns are built first (one row per class, named after the QIs
+-- through a 0-row copy of the table), so the row-level join carries scalars rather than lists.
 CREATE OR REPLACE MACRO k_anonymize(tbl, k := 2, algo := 'mondrian', qi := NULL, seed := 0,
         "numeric" := NULL, categorical := NULL, max_suppression := NULL, loss := NULL,
         stars := NULL, iterations := NULL, sensitive := NULL, cof_threshold := NULL,
@@ -22,9 +23,6 @@ WITH __kanon_res AS MATERIALIZED (
              sensitive::VARCHAR, cof_threshold::VARCHAR, cof_neighbors::VARCHAR,
              population::VARCHAR, max_evaluations::VARCHAR, crossover_rate::VARCHAR,
              mutation_rate::VARCHAR, horizontal_rate::VARCHAR])) AS r
-),
-__kanon_assign AS (
-    SELECT unnest(r.assign, recursive := true) FROM __kanon_res
 ),
 __kanon_classes AS (
     SELECT unnest(r.classes) AS __kanon_c, (SELECT r.run_id FROM __kanon_res) AS __kanon_run_id
@@ -56,22 +54,25 @@ __kanon_src AS (
     FROM query('SELECT rowid AS __kanon_rid, NULL AS __kanon_pn, NULL AS __kanon_pi, NULL AS __kanon_pf, NULL AS __kanon_pc, * FROM '
                || __kanon_plan(tbl, qi, "numeric", categorical).tbl_sql)
 ),
+__kanon_rows AS (
+    SELECT *, __kanon_ec((SELECT r.token FROM __kanon_res), __kanon_rid) AS __kanon_ec
+    FROM __kanon_src
+),
 -- Each COLUMNS group below also matches one padding column, because an empty COLUMNS set is an
 -- error (a table may have no integer, float or categorical QI); the paddings are dropped at the end.
 __kanon_out AS (
 SELECT
     COLUMNS(lambda x: x = '__kanon_pn' OR (NOT list_contains(__kanon_plan(tbl, qi, "numeric", categorical).out_cols, x)
-                      AND NOT starts_with(x, '__kanon_') AND x <> 'rid' AND x <> 'ec')),
+                      AND NOT starts_with(x, '__kanon_'))),
     __kanon_cls.* EXCLUDE (__kanon_cec, __kanon_csize, __kanon_csup, __kanon_run_id),
-    CASE WHEN __kanon_src.__kanon_rid IS DISTINCT FROM __kanon_assign.rid
-         THEN error('k_anonymize: rows were not scanned in table order (the table changed during the call, or SET preserve_insertion_order = true is needed); run it again')
-         ELSE __kanon_assign.ec END AS ec,
+    CASE WHEN (SELECT count(*) FROM __kanon_src) IS DISTINCT FROM (SELECT r.n_rows FROM __kanon_res)
+         THEN error('k_anonymize: the table changed during the call (rows were deleted); run it again')
+         ELSE __kanon_rows.__kanon_ec END AS ec,
     __kanon_csize AS ec_size,
     __kanon_csup AS suppressed,
     __kanon_run_id AS kanon_run
-FROM __kanon_src
-POSITIONAL JOIN __kanon_assign
-JOIN __kanon_cls ON __kanon_assign.ec = __kanon_cls.__kanon_cec
+FROM __kanon_rows
+JOIN __kanon_cls ON __kanon_rows.__kanon_ec = __kanon_cls.__kanon_cec
 )
 SELECT * EXCLUDE (__kanon_pn, __kanon_pi_min, __kanon_pi_max, __kanon_pf_min, __kanon_pf_max, __kanon_pc)
 FROM __kanon_out;

@@ -106,6 +106,23 @@ def test_all_null_qi_columns_are_published_as_null(con, algo):
     assert smallest >= 4
 
 
+@pytest.mark.parametrize("ddl, name", [
+    ("SELECT i AS id, i % 5 AS a, i AS ec FROM range(20) r(i)", "'ec'"),
+    ("SELECT i AS id, i % 5 AS a, i AS a_max FROM range(20) r(i)", "'a_max'"),
+    ("SELECT i AS id, i % 5 AS a, i AS __kanon_x FROM range(20) r(i)", "'__kanon_x'"),
+])
+def test_a_column_that_would_be_shadowed_by_the_output_is_refused(con, ddl, name):
+    con.execute(f"CREATE TABLE clash AS {ddl}")
+    with pytest.raises(duckdb.Error, match=f"column\\(s\\) {name} clash with the columns k_anonymize adds"):
+        con.execute("FROM k_anonymize('clash', k := 2, qi := ['a'])").fetchall()
+
+
+def test_non_qi_columns_named_like_internal_words_pass_through(con):
+    con.execute("CREATE TABLE rid_t AS SELECT i AS id, i % 5 AS a, i * 10 AS rid FROM range(20) r(i)")
+    rows = con.sql("SELECT id, rid FROM k_anonymize('rid_t', k := 2, qi := ['a']) ORDER BY id").fetchall()
+    assert rows == [(i, i * 10) for i in range(20)]
+
+
 def test_a_date_column_cannot_be_forced_numeric(con):
     con.execute("CREATE TABLE dates AS SELECT DATE '2020-01-01' + i::INTEGER AS d FROM range(10) r(i)")
     with pytest.raises(duckdb.Error, match="column 'd' has type DATE, which cannot be a numeric QI"):

@@ -3,14 +3,20 @@
 ``__kanon_plan(tbl, qi, numeric, categorical)`` is deterministic and folded at bind time: the
 macro uses it inside ``COLUMNS(lambda ...)`` to name the output columns.
 ``__kanon_run(tbl, k, algo, qi, seed, numeric, categorical, params)`` runs the algorithm once and
-returns the row→class assignment and the per-class published values as one STRUCT value.
+returns the per-class published values as one STRUCT value, plus a token under which the
+row→class assignment stays in this process; ``__kanon_ec(token, rowid)`` then maps each scanned
+row to its class, chunk by chunk, so the row-level work is a parallel scan (no list of n rows
+inside one value, which DuckDB would copy several times).
 """
 from __future__ import annotations
+
+import itertools
 
 import numpy as np
 import pyarrow as pa
 
 from kanon_duckdb.anonymize import anonymize
+from kanon_duckdb.errors import ConcurrentChangeError
 from kanon_duckdb.encoding import plan_qis
 from kanon_duckdb import progress as _progress
 
@@ -18,7 +24,7 @@ from ._compat import first_value, replace_function
 
 PLAN_TYPE = ("STRUCT(tbl_sql VARCHAR, qi VARCHAR[], int_qi VARCHAR[], float_qi VARCHAR[], "
              "cat_qi VARCHAR[], out_cols VARCHAR[])")
-RUN_TYPE = ("STRUCT(run_id BIGINT, assign STRUCT(rid BIGINT, ec BIGINT)[], "
+RUN_TYPE = ("STRUCT(run_id BIGINT, token BIGINT, n_rows BIGINT, "
             "classes STRUCT(ec BIGINT, size BIGINT, suppressed BOOLEAN, lo_i BIGINT[], hi_i BIGINT[], "
             "lo_f DOUBLE[], hi_f DOUBLE[], labels VARCHAR[])[])")
 
@@ -36,12 +42,10 @@ def _list_of(values: pa.Array, n_rows: int, width: int) -> pa.Array:
     return pa.ListArray.from_arrays(offsets, values)
 
 
-def result_to_arrow(res) -> pa.StructArray:
+def result_to_arrow(res, token: int) -> pa.StructArray:
     """Pack an AnonymizationResult into the RUN_TYPE value (one row)."""
     g, plan, data = res.generalized, res.plan, res.data
     C = g.n_classes
-    assign = pa.StructArray.from_arrays(
-        [pa.array(res.rowid, pa.int64()), pa.array(g.ec, pa.int64())], names=["rid", "ec"])
     num_names = data.num_names
     int_cols = [num_names.index(c) for c in plan.integer]
     flt_cols = [i for i, c in enumerate(num_names) if c not in plan.integer]
@@ -83,8 +87,57 @@ def result_to_arrow(res) -> pa.StructArray:
         names=["ec", "size", "suppressed", "lo_i", "hi_i", "lo_f", "hi_f", "labels"])
     one = lambda arr: pa.ListArray.from_arrays(pa.array([0, len(arr)], pa.int32()), arr)
     return pa.StructArray.from_arrays(
-        [pa.array([res.run_id], pa.int64()), one(assign), one(classes)],
-        names=["run_id", "assign", "classes"])
+        [pa.array([res.run_id], pa.int64()), pa.array([token], pa.int64()),
+         pa.array([data.n], pa.int64()), one(classes)],
+        names=["run_id", "token", "n_rows", "classes"])
+
+
+class Assignments:
+    """Row→class assignments of the latest runs, by token, for ``__kanon_ec``.
+
+    Holds the class id (int32) per encoded row and, when the rowids are not simply 0..n-1, the
+    sorted rowids. The newest ``keep`` runs are kept (a statement may hold several
+    k_anonymize calls); older ones are dropped when a new run arrives.
+    """
+
+    def __init__(self, keep: int = 4):
+        self.keep = keep
+        self._runs: dict = {}
+        self._next = itertools.count(1)
+
+    def add(self, rowid: np.ndarray, ec: np.ndarray) -> int:
+        rowid = np.asarray(rowid, dtype=np.int64)
+        ec = np.asarray(ec).astype(np.int32)
+        n = rowid.size
+        if n and rowid[0] == 0 and rowid[-1] == n - 1 and (n < 2 or bool(np.all(np.diff(rowid) == 1))):
+            sorted_rowid = None  # the common case: position = rowid
+        else:
+            order = np.argsort(rowid, kind="stable")
+            sorted_rowid, ec = rowid[order], ec[order]
+        token = next(self._next)
+        self._runs[token] = (sorted_rowid, ec)
+        while len(self._runs) > self.keep:
+            self._runs.pop(next(iter(self._runs)))
+        return token
+
+    def classes_of(self, token: int, rid: np.ndarray) -> np.ndarray:
+        """Class id (int64) of each rowid in ``rid``; raises if a row was not anonymized."""
+        run = self._runs.get(token)
+        if run is None:
+            raise ConcurrentChangeError("k_anonymize: the run's row assignment is gone (more than "
+                                     f"{self.keep} k_anonymize calls in one statement?); run it again")
+        sorted_rowid, ec = run
+        if sorted_rowid is None:
+            pos = rid
+            ok = (rid >= 0) & (rid < ec.size)
+        else:
+            pos = np.searchsorted(sorted_rowid, rid).clip(0, max(sorted_rowid.size - 1, 0))
+            ok = sorted_rowid[pos] == rid if sorted_rowid.size else np.zeros(rid.size, bool)
+        if not ok.all():
+            raise ConcurrentChangeError(
+                "k_anonymize: the table changed during the call (a row was added); run it again")
+        return ec[pos].astype(np.int64)
+
 
 
 def _catalog_version(con):
@@ -98,6 +151,7 @@ def _catalog_version(con):
 
 def register_anonymize_udfs(con) -> None:
     plan_cache: dict = {}
+    assignments = Assignments()
 
     def kanon_plan(tbl, qi, numeric, categorical):
         args = (first_value(tbl), first_value(qi), first_value(numeric), first_value(categorical))
@@ -125,11 +179,20 @@ def register_anonymize_udfs(con) -> None:
                             progress=_progress.current())
         finally:
             cur.close()
-        out = result_to_arrow(res)
+        token = assignments.add(res.rowid, res.generalized.ec)
+        out = result_to_arrow(res, token)
+        del res
         if len(tbl) != 1:
             out = pa.concat_arrays([out] * len(tbl))
         return out
 
+    def kanon_ec(token, rid):
+        if hasattr(rid, "combine_chunks"):
+            rid = rid.combine_chunks()
+        rid = rid.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        return pa.array(assignments.classes_of(first_value(token), rid), pa.int64())
+
+    replace_function(con, "__kanon_ec", kanon_ec, ["BIGINT", "BIGINT"], "BIGINT", side_effects=True)
     replace_function(con, "__kanon_plan", kanon_plan,
                      ["VARCHAR", "VARCHAR[]", "VARCHAR[]", "VARCHAR[]"], PLAN_TYPE)
     replace_function(con, "__kanon_run", kanon_run,
