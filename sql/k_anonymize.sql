@@ -65,7 +65,8 @@ SELECT
     COLUMNS(lambda x: x = '__kanon_pn' OR (NOT list_contains(__kanon_plan(tbl, qi, "numeric", categorical).out_cols, x)
                       AND NOT starts_with(x, '__kanon_'))),
     __kanon_cls.* EXCLUDE (__kanon_cec, __kanon_csize, __kanon_csup, __kanon_run_id),
-    CASE WHEN (SELECT count(*) FROM __kanon_src) IS DISTINCT FROM (SELECT r.n_rows FROM __kanon_res)
+    CASE WHEN (FROM query('SELECT count(*) FROM ' || __kanon_plan(tbl, qi, "numeric", categorical).tbl_sql))
+              IS DISTINCT FROM (SELECT r.n_rows FROM __kanon_res)
          THEN error('k_anonymize: the table changed during the call (rows were deleted); run it again')
          ELSE __kanon_rows.__kanon_ec END AS ec,
     __kanon_csize AS ec_size,
