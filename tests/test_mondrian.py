@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import naive
 from kanon_duckdb.algorithms.base import Partition, QIData
-from kanon_duckdb.algorithms.mondrian import _kernels, partition_rows, run
+from kanon_duckdb.algorithms.mondrian import _order_stats, partition_rows, run
 from kanon_duckdb.generalize import generalize
 from kanon_duckdb.taxonomy.tree import build_index
 
@@ -95,7 +95,7 @@ def _naive_median_stats(x):
             lower.size, upper.size)
 
 
-@pytest.mark.parametrize("n", [5, 1000, _kernels.WINDOW_MIN_ROWS, 3 * _kernels.WINDOW_MIN_ROWS + 7])
+@pytest.mark.parametrize("n", [5, 1000, _order_stats.WINDOW_MIN_ROWS, 3 * _order_stats.WINDOW_MIN_ROWS + 7])
 @pytest.mark.parametrize("shape", ["uniform", "few_values", "sorted", "reversed", "periodic",
                                    "one_value", "two_values_skewed", "strided_trap"])
 def test_median_statistics_equal_a_full_sort(n, shape):
@@ -106,15 +106,15 @@ def test_median_statistics_equal_a_full_sort(n, shape):
          "few_values": rng.integers(0, 5, n).astype(float),
          "sorted": np.sort(rng.random(n)),
          "reversed": np.sort(rng.random(n))[::-1].copy(),
-         "periodic": (np.arange(n) % _kernels.WINDOW_SAMPLE).astype(float),
+         "periodic": (np.arange(n) % _order_stats.WINDOW_SAMPLE).astype(float),
          "one_value": np.full(n, 3.0),
          "two_values_skewed": (rng.random(n) < 0.52).astype(float),
          # every sampled row holds the same value: the window misses and the full path runs
-         "strided_trap": (np.arange(n) % max(2, n // _kernels.WINDOW_SAMPLE)).astype(float)}[shape]
+         "strided_trap": (np.arange(n) % max(2, n // _order_stats.WINDOW_SAMPLE)).astype(float)}[shape]
     W = np.ascontiguousarray(np.column_stack([rng.random(n), x]))
-    got = _kernels._median_stats(W, 0, n, 1, np.empty(n))
+    got = _order_stats.median_stats(W, 0, n, 1, np.empty(n))
     assert tuple(float(v) for v in got) == tuple(float(v) for v in _naive_median_stats(x))
     # a segment in the middle of the array
     s, e = n // 4, n // 4 + max(1, n // 2)
-    got = _kernels._median_stats(W, s, e, 1, np.empty(n))
+    got = _order_stats.median_stats(W, s, e, 1, np.empty(n))
     assert tuple(float(v) for v in got) == tuple(float(v) for v in _naive_median_stats(x[s:e]))
