@@ -30,4 +30,5 @@ class UnsupportedQueryError(KanonError):
 
 
 class ConcurrentChangeError(KanonError):
-    """The source table changed while k_anonymize ran; running it again is the fix."""
+    """The source table changed while k_anonymize ran (or the run's row state was dropped);
+    running it again is the fix."""

@@ -11,6 +11,7 @@ inside one value, which DuckDB would copy several times).
 from __future__ import annotations
 
 import itertools
+import threading
 
 import numpy as np
 import pyarrow as pa
@@ -104,6 +105,7 @@ class Assignments:
         self.keep = keep
         self._runs: dict = {}
         self._next = itertools.count(1)
+        self._lock = threading.Lock()  # the runs of one statement arrive from parallel threads
 
     def add(self, rowid: np.ndarray, ec: np.ndarray) -> int:
         rowid = np.asarray(rowid, dtype=np.int64)
@@ -114,18 +116,20 @@ class Assignments:
         else:
             order = np.argsort(rowid, kind="stable")
             sorted_rowid, ec = rowid[order], ec[order]
-        token = next(self._next)
-        self._runs[token] = (sorted_rowid, ec)
-        while len(self._runs) > self.keep:
-            self._runs.pop(next(iter(self._runs)))
+        with self._lock:
+            token = next(self._next)
+            self._runs[token] = (sorted_rowid, ec)
+            while len(self._runs) > self.keep:
+                self._runs.pop(next(iter(self._runs)))
         return token
 
     def classes_of(self, token: int, rid: np.ndarray) -> np.ndarray:
         """Class id (int64) of each rowid in ``rid``; raises if a row was not anonymized."""
         run = self._runs.get(token)
         if run is None:
-            raise ConcurrentChangeError("k_anonymize: the run's row assignment is gone (more than "
-                                     f"{self.keep} k_anonymize calls in one statement?); run it again")
+            raise ConcurrentChangeError(
+                f"k_anonymize: the run's row assignment is gone (more than {self.keep} "
+                f"k_anonymize calls in one statement?); run it again")
         sorted_rowid, ec = run
         if sorted_rowid is None:
             pos = rid
@@ -137,7 +141,6 @@ class Assignments:
             raise ConcurrentChangeError(
                 "k_anonymize: the table changed during the call (a row was added); run it again")
         return ec[pos].astype(np.int64)
-
 
 
 def _catalog_version(con):
