@@ -3,11 +3,11 @@ allowable cut left), the published values it reads off its class blocks equal th
 scatter pass of ``generalize``, and a hand-computed partition."""
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 import naive
 from kanon_duckdb.algorithms.base import Partition, QIData
-from kanon_duckdb.algorithms.mondrian import _order_stats, partition_rows, run
+from kanon_duckdb.algorithms.mondrian import _kernels, _order_stats, partition_rows, run
 from kanon_duckdb.generalize import generalize
 from kanon_duckdb.taxonomy.tree import build_index
 
@@ -118,3 +118,39 @@ def test_median_statistics_equal_a_full_sort(n, shape):
     s, e = n // 4, n // 4 + max(1, n // 2)
     got = _order_stats.median_stats(W, s, e, 1, np.empty(n))
     assert tuple(float(v) for v in got) == tuple(float(v) for v in _naive_median_stats(x[s:e]))
+
+
+@st.composite
+def flat_segments(draw):
+    n_leaves = draw(st.integers(2, 60))
+    tree = build_index("f", [(f"v{i}", "*") for i in range(n_leaves)])
+    n = draw(st.integers(2, 80))
+    used = draw(st.lists(st.integers(0, n_leaves - 1), min_size=1, max_size=n_leaves, unique=True))
+    rows = draw(st.lists(st.sampled_from(used), min_size=n, max_size=n))
+    assume(len(set(rows)) >= 2)  # the kernel cuts only dimensions of positive width
+    k = draw(st.integers(1, max(1, n // 2)))
+    return tree, np.array(rows, dtype=np.float64), k
+
+
+@settings(max_examples=300, deadline=None)
+@given(flat_segments())
+def test_leaf_children_cut_equals_the_general_tree_cut(case):
+    """The O(rows) path for an LCA whose children are leaves picks the same side sets and cost
+    as the general boundary walk (forced here by claiming every subtree is deeper)."""
+    from kanon_duckdb.algorithms.base import pack_trees
+    tree, values, k = case
+    leaf_node, leaf_off, parent, leaf_hi, n_leaves, node_off, sub_height, _ = pack_trees([tree])
+    W = values.reshape(-1, 1).copy()
+    n = W.shape[0]
+    lo, hi = np.array([values.min()]), np.array([values.max()])
+    scratch = lambda: (np.empty(tree.leaf_count + 1), np.empty((5, tree.leaf_count + 1), np.int64),
+                       np.empty(n))
+    deep = np.full_like(sub_height, 2)
+    results = []
+    for heights in (sub_height, deep):
+        bounds, tscr, buf = scratch()
+        cut, cost = _kernels._tree_cut(W, 0, n, 0, k, 0, leaf_node, leaf_off, parent, leaf_hi,
+                                       n_leaves, heights, node_off, lo, hi, bounds, tscr, buf)
+        left = int((values <= cut).sum()) if cut == cut else -1
+        results.append((left, cost))
+    assert results[0] == results[1]

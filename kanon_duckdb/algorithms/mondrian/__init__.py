@@ -42,9 +42,10 @@ def stack_dimensions(data: QIData):
 def _partition(data: QIData, k: int, leaf_order_fallback: bool):
     X, scale, tree_of = stack_dimensions(data)
     trees = data.cat_arrays()
-    leaf_node, leaf_off, parent, leaf_hi, n_leaves, node_off, _sub, _leaf_lo = trees
+    leaf_node, leaf_off, parent, leaf_hi, n_leaves, node_off, sub_height, _leaf_lo = trees
     ec, lo, hi = mondrian_partition(X, int(k), scale, tree_of, leaf_node, leaf_off, parent,
-                                    leaf_hi, n_leaves, node_off, bool(leaf_order_fallback))
+                                    leaf_hi, n_leaves, sub_height, node_off,
+                                    bool(leaf_order_fallback))
     return ec, lo, hi, trees
 
 

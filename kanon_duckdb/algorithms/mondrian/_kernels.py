@@ -76,19 +76,26 @@ def _side_ncp(n_nonempty, only_child, u, n_leaves, no):
 
 
 @njit
-def _tree_cut(W, s, e, j, k, t, leaf_node, leaf_off, parent, leaf_hi, n_leaves, node_off, seg_lo,
-              seg_hi, bounds, tscr):
+def _tree_cut(W, s, e, j, k, t, leaf_node, leaf_off, parent, leaf_hi, n_leaves, sub_height,
+              node_off, seg_lo, seg_hi, bounds, tscr, buf):
     """Cut along the taxonomy between two children of the segment's LCA (all leaves of a child
     stay on one side) and its cost, or (NaN, inf). The two boundaries next to the child holding
     the median row compete on the row-weighted NCP of the two sides (a side left with one child
     drops to that child); if neither is allowable, the most balanced allowable boundary.
-    ``bounds`` (float64) and ``tscr`` (int64, 5 rows) are scratch of at least leaves+1 columns.
-    O((e-s)·log(children))."""
+    Requires seg_lo[j] < seg_hi[j] (the kernel cuts only dimensions of positive width).
+    ``bounds`` (float64) and ``tscr`` (int64, 5 rows) are scratch of at least leaves+1 columns,
+    ``buf`` of at least e-s. O(e-s + leaves under the LCA); O(e-s) when the LCA's children are
+    leaves (flat trees, the default for a QI without a taxonomy) and outnumber the rows, see
+    ``_leaf_children_cut``."""
     no = node_off[t]
     lf = leaf_node[leaf_off[t]:leaf_off[t + 1]]
     par = parent[no:node_off[t + 1]]
     lh = leaf_hi[no:node_off[t + 1]]
     u = _lca(lf, par, lh, int(seg_lo[j]), int(seg_hi[j]))
+    if sub_height[no + u] == 1 and int(seg_hi[j]) - int(seg_lo[j]) >= e - s:
+        # many leaves, few rows: O(rows) beats the O(rows + leaves) walk below
+        return _leaf_children_cut(W, s, e, j, k, n_leaves[no + u] / n_leaves[no], seg_lo, seg_hi,
+                                  buf)
     # boundaries = last leaf of each child of u that intersects the segment's leaf range
     kids = tscr[0]
     hist = tscr[1]
@@ -172,6 +179,42 @@ def _tree_cut(W, s, e, j, k, t, leaf_node, leaf_off, parent, leaf_hi, n_leaves, 
 
 
 @njit
+def _leaf_children_cut(W, s, e, j, k, ncp_u, seg_lo, seg_hi, buf):
+    """``_tree_cut`` when every child of the segment's LCA u is a leaf: a boundary between two
+    children is a cut between two leaf ordinals, and the two boundaries next to the child
+    holding the median row are '< m' and '<= m' for the median leaf m. Same choice as the
+    general path (lower row-weighted NCP, then the more balanced, '< m' first; a side with
+    one leaf costs 0, else NCP(u)); when neither is allowable no other boundary is either (one
+    side of each already holds fewer than k rows). Expected O(e-s)."""
+    n = e - s
+    m, below, above, n_below, n_above = median_stats(W, s, e, j, buf)
+    best_cut = np.nan
+    best_cost = np.inf
+    best_bal = -1
+    for ci in range(2):
+        if ci == 0:  # '< m'
+            cut = below
+            left = n_below
+            left_single = seg_lo[j] == below
+            right_single = m == seg_hi[j]
+        else:  # '<= m'
+            cut = m
+            left = n - n_above
+            left_single = seg_lo[j] == m
+            right_single = above == seg_hi[j]
+        right = n - left
+        if left < k or right < k:
+            continue
+        cost = left * (0.0 if left_single else ncp_u) + right * (0.0 if right_single else ncp_u)
+        bal = min(left, right)
+        if cost < best_cost or (cost == best_cost and bal > best_bal):
+            best_cost = cost
+            best_bal = bal
+            best_cut = cut
+    return best_cut, best_cost
+
+
+@njit
 def _median_cut(W, s, e, j, k, seg_lo, seg_hi, scale_j, buf):
     """Median cut on dimension j: '<= m' or '< m' (m the median), the most balanced allowable
     one, with its cost (row-weighted normalized span of the two sides), or (NaN, inf).
@@ -198,7 +241,7 @@ def _median_cut(W, s, e, j, k, seg_lo, seg_hi, scale_j, buf):
 
 @njit
 def _choose_cut(W, s, e, j, k, scale, tree_of, leaf_node, leaf_off, parent, leaf_hi, n_leaves,
-                node_off, seg_lo, seg_hi, buf, bounds, tscr, leaf_order_fallback):
+                sub_height, node_off, seg_lo, seg_hi, buf, bounds, tscr, leaf_order_fallback):
     """Best allowable cut on dimension j (rows with value <= cut go left) and its cost
     (row-weighted NCP of the two sides on dimension j), or (NaN, inf).
 
@@ -209,7 +252,7 @@ def _choose_cut(W, s, e, j, k, scale, tree_of, leaf_node, leaf_off, parent, leaf
     if t < 0:
         return _median_cut(W, s, e, j, k, seg_lo, seg_hi, scale[j], buf)
     cut, cost = _tree_cut(W, s, e, j, k, t, leaf_node, leaf_off, parent, leaf_hi, n_leaves,
-                          node_off, seg_lo, seg_hi, bounds, tscr)
+                          sub_height, node_off, seg_lo, seg_hi, bounds, tscr, buf)
     if cut == cut or not leaf_order_fallback:
         return cut, cost
     cut, _ = _median_cut(W, s, e, j, k, seg_lo, seg_hi, 1.0, buf)
@@ -239,7 +282,8 @@ def _split_in_place(W, perm, j, s, e, cut):
 
 @njit
 def _process_segment(W, perm, s, e, k, scale, tree_of, leaf_node, leaf_off, parent, leaf_hi,
-                     n_leaves, node_off, leaf_order_fallback, scr, tried, Ws, buf, bounds, tscr):
+                     n_leaves, sub_height, node_off, leaf_order_fallback, scr, tried, Ws, buf,
+                     bounds, tscr):
     """Try to split rows s:e; returns the split position or -1 when no allowable cut exists.
 
     Scratch (reused across segments, so small segments allocate nothing): ``scr`` (4, d),
@@ -283,7 +327,7 @@ def _process_segment(W, perm, s, e, k, scale, tree_of, leaf_node, leaf_off, pare
             for jj in range(d):
                 if est[jj] == est[jj]:
                     cut, cost = _choose_cut(Ws, 0, m, jj, ks, scale, tree_of, leaf_node, leaf_off,
-                                            parent, leaf_hi, n_leaves, node_off, lo, hi, buf,
+                                            parent, leaf_hi, n_leaves, sub_height, node_off, lo, hi, buf,
                                             bounds, tscr, leaf_order_fallback)
                     est[jj] = m * w[jj] - cost if cut == cut else -np.inf
             for _ in range(n_tied):  # exact cuts in order of estimated gain; first allowable wins
@@ -293,7 +337,7 @@ def _process_segment(W, perm, s, e, k, scale, tree_of, leaf_node, leaf_off, pare
                         jbest = jj
                 tried[jbest] = True
                 cut, cost = _choose_cut(W, s, e, jbest, k, scale, tree_of, leaf_node, leaf_off,
-                                        parent, leaf_hi, n_leaves, node_off, lo, hi, buf,
+                                        parent, leaf_hi, n_leaves, sub_height, node_off, lo, hi, buf,
                                         bounds, tscr, leaf_order_fallback)
                 if cut == cut:
                     return _split_in_place(W, perm, jbest, s, e, cut)
@@ -306,7 +350,7 @@ def _process_segment(W, perm, s, e, k, scale, tree_of, leaf_node, leaf_off, pare
                 continue
             tried[jj] = True
             cut, cost = _choose_cut(W, s, e, jj, k, scale, tree_of, leaf_node, leaf_off, parent,
-                                    leaf_hi, n_leaves, node_off, lo, hi, buf, bounds, tscr,
+                                    leaf_hi, n_leaves, sub_height, node_off, lo, hi, buf, bounds, tscr,
                                     leaf_order_fallback)
             if cut == cut and n * w[jj] - cost > best_gain:
                 best_gain = n * w[jj] - cost
@@ -320,7 +364,7 @@ CHUNKS = 64  # segments of one round are handed out in this many blocks, each wi
 
 
 @njit_parallel
-def mondrian_partition(W, k, scale, tree_of, leaf_node, leaf_off, parent, leaf_hi, n_leaves,
+def mondrian_partition(W, k, scale, tree_of, leaf_node, leaf_off, parent, leaf_hi, n_leaves, sub_height,
                        node_off, leaf_order_fallback):
     """Strict Mondrian. W (n, d) IN, permuted in place (scratch). Returns (ec int64 (n,), classes
     numbered 0..C-1; lo, hi float64 (C, d): per class and dimension the smallest and largest
@@ -357,7 +401,7 @@ def mondrian_partition(W, k, scale, tree_of, leaf_node, leaf_off, parent, leaf_h
             tscr = np.empty((5, max_leaves + 1), dtype=np.int64)
             for i in range(a, b):
                 split[i] = _process_segment(W, perm, seg_s[i], seg_e[i], k, scale, tree_of,
-                                            leaf_node, leaf_off, parent, leaf_hi, n_leaves,
+                                            leaf_node, leaf_off, parent, leaf_hi, n_leaves, sub_height,
                                             node_off, leaf_order_fallback, scr, tried, Ws, buf,
                                             bounds, tscr)
         n_open = 0
