@@ -85,9 +85,9 @@ def median_stats(W, s, e, j, buf):
             n_below += n_lt
             n_above += n - n_lt - nm
             if below == -np.inf and n_lt > 0:  # every row below m lies under the bracket
-                below = _max_below_col(W, s, e, j, p1)
+                below = _max_below(W[:, j], s, e, p1)[0]
             if above == np.inf and n_lt + nm < n:
-                above = _min_above_col(W, s, e, j, p2)
+                above = _min_above(W[:, j], s, e, p2)[0]
             return m, below, above, n_below, n_above
     for i in range(n):
         buf[i] = W[s + i, j]
@@ -123,23 +123,3 @@ def _min_above(buf, a, b, m):
             if v < best:
                 best = v
     return best, cnt
-
-
-@njit
-def _max_below_col(W, s, e, j, x):
-    best = -np.inf
-    for i in range(s, e):
-        v = W[i, j]
-        if v < x and v > best:
-            best = v
-    return best
-
-
-@njit
-def _min_above_col(W, s, e, j, x):
-    best = np.inf
-    for i in range(s, e):
-        v = W[i, j]
-        if v > x and v < best:
-            best = v
-    return best
