@@ -84,13 +84,10 @@ def generalize(data: QIData, part: Partition) -> Generalized:
     C = int(uniq.size)
     if part.cat_nodes is not None and part.num_lo is not None:  # the algorithm fixed them all
         size = np.bincount(ec, minlength=C).astype(np.int64)
-        lo = np.asarray(part.num_lo, dtype=np.float64)[uniq]
-        hi = np.asarray(part.num_hi, dtype=np.float64)[uniq]
-        nodes = np.asarray(part.cat_nodes, dtype=np.int32)[uniq]
-        return Generalized(ec, C, size, lo, hi, nodes, part.suppressed)
-    leaf_node, leaf_off, parent, leaf_hi, _nl, node_off, _sh, _ll = data.cat_arrays()
-    size, lo, hi, nodes = _class_stats(ec, C, data.num, data.num_null, data.cat, leaf_node,
-                                       leaf_off, parent, leaf_hi, node_off)
+    else:
+        leaf_node, leaf_off, parent, leaf_hi, _nl, node_off, _sh, _ll = data.cat_arrays()
+        size, lo, hi, nodes = _class_stats(ec, C, data.num, data.num_null, data.cat, leaf_node,
+                                           leaf_off, parent, leaf_hi, node_off)
     if part.cat_nodes is not None:
         nodes = np.asarray(part.cat_nodes, dtype=np.int32)[uniq]
     if part.num_lo is not None:
