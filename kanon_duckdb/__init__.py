@@ -4,7 +4,16 @@
 >>> con = kanon_duckdb.connect()
 >>> kanon_duckdb.load_example(con, "adult")  # doctest: +SKIP
 """
-from .registration import connect, register
+from pathlib import Path as _Path
+
+# In a source checkout the SQL and UDF folders sit beside the package (the wheel maps them to
+# kanon_duckdb/sql and kanon_duckdb/udfs); let the package path reach them there too, so the
+# checkout is importable in place, installed or not.
+_root = _Path(__file__).resolve().parent.parent
+if not (_Path(__file__).resolve().parent / "udfs").is_dir() and (_root / "udfs" / "__init__.py").is_file():
+    __path__.append(str(_root))  # noqa: F821 - the package's own __path__
+
+from .registration import connect, register  # noqa: E402
 
 __version__ = "0.1.0"
 
