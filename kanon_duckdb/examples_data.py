@@ -6,6 +6,12 @@ INTEGER, strings trimmed, file order kept. It replaces the ``kanon_taxonomy`` ro
 column: ARX hierarchies for the categorical ones (income from ARX's salary-class), hand-written
 trees for relationship and education_num, nested intervals for the other numeric columns. Every
 value of the table is checked to be a leaf of its tree. Returns the row count.
+
+The table and its edges are built once from those sources (``_create_adult_table`` from
+``adult.data.gz``, ``adult_taxonomy_edges``) and shipped as ``data/adult/adult.parquet`` and
+``data/adult/taxonomy.parquet`` (regenerate with ``python -m kanon_duckdb.examples_data``; a test
+checks both files equal a fresh build), so loading is three SQL statements and one SQL coverage
+check instead of parsing the CSV and building and validating fifteen trees in Python each time.
 """
 from __future__ import annotations
 
@@ -76,15 +82,75 @@ def _create_adult_table(con, path: str) -> None:
         f"WHERE trim(COLUMNS(*)) <> '?'", [path])
 
 
-def _adult_taxonomies(con) -> None:
+TABLE_FILE = "adult.parquet"  # the adult table as _create_adult_table builds it
+TAXONOMY_FILE = "taxonomy.parquet"  # (attr, child, parent) rows in tree insertion order
+
+
+def adult_taxonomy_edges(con) -> list:
+    """Build every Adult tree from its sources: [(attr, child, parent)] in insertion order.
+
+    ``con`` must hold the ``adult`` table (interval trees are built from its values). O(rows).
+    """
     hier = data_dir("adult") / "hierarchies"
+    out = []
     for attr, fname in ADULT_ARX.items():
-        store.insert_edges(con, attr, builders.arx_hierarchy_edges(
-            (hier / fname).read_text(encoding="utf-8"), attr=attr))
-    store.insert_edges(con, "relationship", RELATIONSHIP_EDGES)
-    store.insert_edges(con, "education_num", EDUCATION_NUM_EDGES)
+        out += [(attr, c, p) for c, p in builders.arx_hierarchy_edges(
+            (hier / fname).read_text(encoding="utf-8"), attr=attr)]
+    out += [("relationship", c, p) for c, p in RELATIONSHIP_EDGES]
+    out += [("education_num", c, p) for c, p in EDUCATION_NUM_EDGES]
     for attr, widths in ADULT_INTERVALS.items():
-        store.build_interval_taxonomy(con, "adult", attr, widths=widths)
+        rows = con.execute(
+            f"SELECT {attr}, CAST({attr} AS VARCHAR), count(*) FROM adult "
+            f"GROUP BY {attr} ORDER BY {attr}").fetchall()
+        out += [(attr, c, p) for c, p in builders.interval_edges(
+            [r[0] for r in rows], widths, labels=[r[1] for r in rows],
+            counts=[r[2] for r in rows], attr=attr)]
+    return [(a, None if c is None else str(c), None if p is None else str(p)) for a, c, p in out]
+
+
+def write_adult_files(folder) -> int:
+    """Rebuild the shipped adult.parquet and taxonomy.parquet in ``folder`` from the sources (a
+    maintainer step); returns the number of edges."""
+    import duckdb
+    con = duckdb.connect()
+    try:
+        with resources.as_file(data_dir("adult") / "adult.data.gz") as src:
+            _create_adult_table(con, str(src))
+        con.execute(f"COPY adult TO '{folder}/{TABLE_FILE}' (FORMAT parquet, COMPRESSION zstd)")
+        edges = adult_taxonomy_edges(con)
+        con.execute("CREATE TABLE e (pos INTEGER, attr VARCHAR, child VARCHAR, parent VARCHAR)")
+        con.executemany("INSERT INTO e VALUES (?, ?, ?, ?)",
+                        [(i, a, c, p) for i, (a, c, p) in enumerate(edges)])
+        con.execute(f"COPY (SELECT attr, child, parent FROM e ORDER BY pos) TO '{folder}/{TAXONOMY_FILE}' "
+                    f"(FORMAT parquet, COMPRESSION zstd)")
+    finally:
+        con.close()
+    return len(edges)
+
+
+def _adult_taxonomies(con) -> None:
+    with resources.as_file(data_dir("adult") / TAXONOMY_FILE) as path:
+        con.execute(f"DELETE FROM {store.TABLE} WHERE attr IN (SELECT DISTINCT attr FROM read_parquet(?))",
+                    [str(path)])
+        con.execute(f"INSERT INTO {store.TABLE} (attr, child, parent) "
+                    f"SELECT attr, child, parent FROM read_parquet(?)", [str(path)])
+
+
+def _check_adult_coverage(con) -> None:
+    """One SQL pass: every non-NULL value of every Adult column is a leaf of its tree."""
+    cols = ", ".join(f"CAST({c} AS VARCHAR) AS {c}" for c in ADULT_COLUMNS)
+    bad = con.execute(
+        f"WITH v AS (SELECT DISTINCT attr, value FROM (UNPIVOT (SELECT {cols} FROM adult) "
+        f"ON COLUMNS(*) INTO NAME attr VALUE value)), "
+        f"leaves AS (SELECT attr, child FROM {store.TABLE} t WHERE NOT EXISTS ("
+        f"SELECT 1 FROM {store.TABLE} u WHERE u.attr = t.attr AND u.parent = t.child)) "
+        f"SELECT attr, value FROM v ANTI JOIN leaves ON v.attr = leaves.attr "
+        f"AND v.value = leaves.child ORDER BY attr, value LIMIT 10").fetchall()
+    if bad:
+        from .errors import TaxonomyError
+        shown = ", ".join(f"{a}='{v}'" for a, v in bad)
+        raise TaxonomyError(f"example data values missing from their taxonomy leaves: {shown}; "
+                            f"regenerate {TAXONOMY_FILE} (python -m kanon_duckdb.examples_data)")
 
 
 def load_example(con, name: str = "adult") -> int:
@@ -94,10 +160,15 @@ def load_example(con, name: str = "adult") -> int:
             f"unknown example data set {name!r}; valid names: {', '.join(EXAMPLES)}")
     store.ensure_taxonomy_table(con)
     with store.transaction(con):
-        with resources.as_file(data_dir("adult") / "adult.data.gz") as path:
-            _create_adult_table(con, str(path))
+        with resources.as_file(data_dir("adult") / TABLE_FILE) as path:
+            con.execute("CREATE OR REPLACE TABLE adult AS SELECT * FROM read_parquet(?)", [str(path)])
         _adult_taxonomies(con)
-        for attr in ADULT_COLUMNS:
-            store.check_column(con, "adult", attr)
+        _check_adult_coverage(con)
         n = con.execute("SELECT count(*) FROM adult").fetchall()[0][0]
     return int(n)
+
+
+if __name__ == "__main__":  # regenerate the shipped parquet files
+    from pathlib import Path
+    target = Path(__file__).resolve().parent / "data" / "adult"
+    print(f"adult table and {write_adult_files(target)} edges written to {target}")

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 from ._numba_config import njit
 from .algorithms.base import Partition, QIData
-from .taxonomy.tree import lca_nodes
+from .taxonomy._lca import lca_nodes
 
 
 @njit

@@ -16,10 +16,8 @@ import threading
 import numpy as np
 import pyarrow as pa
 
-from kanon_duckdb.anonymize import anonymize
-from kanon_duckdb.errors import ConcurrentChangeError
-from kanon_duckdb.encoding import plan_qis
 from kanon_duckdb import progress as _progress
+from kanon_duckdb.errors import ConcurrentChangeError
 
 from ._compat import first_value, replace_function
 
@@ -161,6 +159,8 @@ def register_anonymize_udfs(con) -> None:
         key = (repr(args), _catalog_version(con))
         struct = plan_cache.get(key) if key[1] is not None else None
         if struct is None:
+            # imported on first use (numba): connect() stays fast
+            from kanon_duckdb.encoding import plan_qis
             cur = con.cursor()
             try:
                 struct = _plan_struct(plan_qis(cur, *args))
@@ -173,6 +173,8 @@ def register_anonymize_udfs(con) -> None:
         return pa.array([struct] * len(tbl))
 
     def kanon_run(tbl, k, algo, qi, seed, numeric, categorical, params):
+        # numba and the kernels load on first use
+        from kanon_duckdb.anonymize import anonymize
         cur = con.cursor()
         try:
             p = first_value(params) or []

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from kanon_duckdb.ml_utility import RESULT_FIELDS, classification_utility
-
 from ._compat import first_value, replace_function
 
 ML_TYPE = ("STRUCT(model VARCHAR, accuracy_anon DOUBLE, f1_anon DOUBLE, accuracy_raw DOUBLE, "
@@ -24,6 +22,8 @@ _ARROW_TYPE = pa.list_(pa.struct([
 
 def register_ml_utility_udfs(con) -> None:
     def kanon_ml(raw_tbl, anon_tbl, label, models, seed, test_fraction, qi, encoding):
+        # imported on first use
+        from kanon_duckdb.ml_utility import RESULT_FIELDS, classification_utility
         cur = con.cursor()
         try:
             fraction = first_value(test_fraction)

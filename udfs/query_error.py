@@ -20,7 +20,6 @@ Registration is idempotent (remove, then create).
 from __future__ import annotations
 
 from kanon_duckdb.registration import sql_dir
-from kanon_duckdb.rewrite import generate_workload, kanon_rewrite, query_error_sql, workload_errors
 
 from ._compat import replace_function
 
@@ -33,20 +32,26 @@ def macro_sql() -> str:
 
 
 def register_query_error(con) -> None:
-    """Create (or replace) the UDFs and macros above on ``con``."""
+    """Create (or replace) the UDFs and macros above on ``con``.
+
+    The rewriter (sqlglot) is imported on first use, so connect() does not pay for it."""
 
     def rewrite_udf(sql, anon_tbl):
+        from kanon_duckdb.rewrite import kanon_rewrite
         return kanon_rewrite(con, sql, anon_tbl)
 
     def query_error_udf(sql, raw_tbl, anon_tbl):
+        from kanon_duckdb.rewrite import query_error_sql
         return query_error_sql(con, sql, raw_tbl, anon_tbl)
 
     def workload_udf(raw_tbl, n, seed, dims, qi):
+        from kanon_duckdb.rewrite import generate_workload
         if raw_tbl is None:
             return None
         return [{"qid": q, "sql": s} for q, s in generate_workload(con, raw_tbl, n, seed, dims, qi)]
 
     def workload_errors_udf(workload_tbl, raw_tbl, anon_tbl):
+        from kanon_duckdb.rewrite import workload_errors
         return [{"qid": q, "raw_value": a, "anon_estimate": e}
                 for q, a, e in workload_errors(con, workload_tbl, raw_tbl, anon_tbl)]
 

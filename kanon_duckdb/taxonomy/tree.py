@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._numba_config import njit
 from ..errors import TaxonomyError
 
 
@@ -63,6 +62,7 @@ class TaxonomyIndex:
         return [self.labels[u] for u in self.leaf_node]
 
     def lca(self, lo_leaf: int, hi_leaf: int) -> int:
+        from ._lca import lca_of_range
         return int(lca_of_range(self.leaf_node, self.parent, self.leaf_hi, lo_leaf, hi_leaf))
 
     def ncp(self, node: int) -> float:
@@ -79,30 +79,13 @@ class TaxonomyIndex:
         return build_index(self.attr, edges, root=self.labels[0], _null_leaf=True)
 
 
-@njit
-def lca_of_range(leaf_node, parent, leaf_hi, lo_leaf, hi_leaf):
-    """Node id of the lowest node covering leaf ordinals lo_leaf..hi_leaf (lo <= hi)."""
-    u = leaf_node[lo_leaf]
-    while leaf_hi[u] < hi_leaf:
-        u = parent[u]
-    return u
-
-
-@njit
-def lca_nodes(cmin, cmax, leaf_node, leaf_off, parent, leaf_hi, node_off):
-    """LCA node per row and tree: cmin/cmax int (C, dc) smallest/largest leaf ordinal of each
-    group in tree j (packed arrays, see algorithms.base.pack_trees); returns int32 (C, dc).
-    O(C·dc·height)."""
-    n_rows, dc = cmin.shape
-    nodes = np.empty((n_rows, dc), dtype=np.int32)
-    for j in range(dc):
-        no = node_off[j]
-        lf = leaf_node[leaf_off[j]:leaf_off[j + 1]]
-        par = parent[no:node_off[j + 1]]
-        lh = leaf_hi[no:node_off[j + 1]]
-        for c in range(n_rows):
-            nodes[c, j] = lca_of_range(lf, par, lh, cmin[c, j], cmax[c, j])
-    return nodes
+def __getattr__(name):
+    # The LCA kernels live in _lca.py so that importing this module (at connect time) does not
+    # import numba; ``tree.lca_of_range`` / ``tree.lca_nodes`` still resolve.
+    if name in ("lca_of_range", "lca_nodes"):
+        from . import _lca
+        return getattr(_lca, name)
+    raise AttributeError(name)
 
 
 def build_index(attr: str, edges, root=None, _null_leaf: bool = False) -> TaxonomyIndex:

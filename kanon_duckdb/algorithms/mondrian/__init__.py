@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import Algorithm, Partition, QIData, no_progress
-from ...taxonomy.tree import lca_nodes
+from ...taxonomy._lca import lca_nodes
 from ._kernels import mondrian_partition
 
 LEAF_ORDER_FALLBACK = True  # measured on Adult (ARX QIs): lower GCP at every k with gain-based ties

@@ -17,7 +17,7 @@ import numpy as np
 from numba import prange
 
 from ..._numba_config import njit, njit_parallel
-from ...taxonomy.tree import lca_of_range as _lca
+from ...taxonomy._lca import lca_of_range as _lca
 from ._order_stats import median_stats
 
 TIE = 0.05  # dimensions within 5 % of the widest normalized width compete on NCP gain
