@@ -13,16 +13,18 @@ CREATE OR REPLACE MACRO k_anonymize(tbl, k := 2, algo := 'mondrian', qi := NULL,
         "numeric" := NULL, categorical := NULL, max_suppression := NULL, loss := NULL,
         stars := NULL, iterations := NULL, sensitive := NULL, cof_threshold := NULL,
         cof_neighbors := NULL, population := NULL, max_evaluations := NULL,
-        crossover_rate := NULL, mutation_rate := NULL, horizontal_rate := NULL) AS TABLE
+        crossover_rate := NULL, mutation_rate := NULL, horizontal_rate := NULL,
+        seed_choice := NULL, cost := NULL) AS TABLE
 WITH __kanon_res AS MATERIALIZED (
     SELECT __kanon_run(tbl, k, algo, qi, seed, "numeric", categorical,
         map(['max_suppression', 'loss', 'stars', 'iterations', 'sensitive', 'cof_threshold',
              'cof_neighbors', 'population', 'max_evaluations', 'crossover_rate', 'mutation_rate',
-             'horizontal_rate'],
+             'horizontal_rate', 'seed_choice', 'cost'],
             [max_suppression::VARCHAR, loss::VARCHAR, stars::VARCHAR, iterations::VARCHAR,
              sensitive::VARCHAR, cof_threshold::VARCHAR, cof_neighbors::VARCHAR,
              population::VARCHAR, max_evaluations::VARCHAR, crossover_rate::VARCHAR,
-             mutation_rate::VARCHAR, horizontal_rate::VARCHAR])) AS r
+             mutation_rate::VARCHAR, horizontal_rate::VARCHAR, seed_choice::VARCHAR,
+             cost::VARCHAR])) AS r
 ),
 __kanon_classes AS (
     SELECT unnest(r.classes) AS __kanon_c, (SELECT r.run_id FROM __kanon_res) AS __kanon_run_id

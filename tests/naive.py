@@ -172,24 +172,35 @@ def check_truthful(data: QIData, ec, k: int):
 # clustering algorithms, straight from their descriptions (O(n^2 k) or worse: tiny inputs).
 # On data without ties (continuous numeric QIs) they must give the same partition as the kernels.
 
-def naive_kmember(data: QIData, k: int, seed: int):
+def naive_kmember(data: QIData, k: int, seed: int, seed_choice="furthest", cost="ncp"):
+    """Greedy k-member clustering straight from the pseudo-code (Byun et al. 2007 with
+    seed_choice='furthest'; Wang, Liu, Gao Table III with seed_choice='random', cost='height').
+    The random draws follow kmember_labels: r0, a permutation of the rows (seed order), a
+    permutation of the leftovers (taken in ascending id, then shuffled)."""
     n = data.n
-    r = int(np.random.default_rng(seed).integers(n))
+    rng = np.random.default_rng(seed)
+    r = int(rng.integers(n))
+    order = [int(x) for x in rng.permutation(n)]
     S = list(range(n))
     clusters = []
     while len(S) >= k:
-        s = max(S, key=lambda x: naive_pair_dist(data, r, x))
+        if seed_choice == "random":
+            s = next(x for x in order if x in S)
+        else:
+            s = max(S, key=lambda x: naive_pair_dist(data, r, x, cost))
         S.remove(s)
         e = [s]
         r = s
         while len(e) < k:
-            x = min(S, key=lambda x: naive_il(data, e + [x]))
+            x = min(S, key=lambda x: naive_il(data, e + [x], cost))
             S.remove(x)
             e.append(x)
         clusters.append(e)
-    for x in S:
+    S = sorted(S)
+    for i in rng.permutation(len(S)):
+        x = S[i]
         best = min(range(len(clusters)),
-                   key=lambda c: naive_il(data, clusters[c] + [x]) - naive_il(data, clusters[c]))
+                   key=lambda c: naive_il(data, clusters[c] + [x], cost) - naive_il(data, clusters[c], cost))
         clusters[best].append(x)
     return _labels(n, clusters)
 
@@ -283,6 +294,16 @@ def same_partition(a, b) -> bool:
 def random_continuous_qidata(rng: np.random.Generator, n: int, dn: int) -> QIData:
     """Numeric-only QIData with continuous values: distance ties have probability zero."""
     num = rng.random((n, dn))
+    return QIData(n=n, num=num, num_null=np.zeros((n, dn), dtype=bool), num_lo=num.min(0),
+                  num_hi=num.max(0), num_is_int=np.zeros(dn, dtype=bool),
+                  cat=np.zeros((n, 0), dtype=np.int32), trees=[],
+                  num_names=[f"n{j}" for j in range(dn)], cat_names=[])
+
+
+def numeric_qidata(rows) -> QIData:
+    """Numeric-only QIData from a list of rows of floats (no NULLs), for hand-computed cases."""
+    num = np.asarray(rows, dtype=np.float64)
+    n, dn = num.shape
     return QIData(n=n, num=num, num_null=np.zeros((n, dn), dtype=bool), num_lo=num.min(0),
                   num_hi=num.max(0), num_is_int=np.zeros(dn, dtype=bool),
                   cat=np.zeros((n, 0), dtype=np.int32), trees=[],

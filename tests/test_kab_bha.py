@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import naive
 from kanon_duckdb.algorithms.clustering import bha, kab
 from kanon_duckdb.algorithms.clustering._blackhole import (dense_labels, fitness, match_clusters,
-                                                           move_and_repair)
+                                                           move_toward)
 from kanon_duckdb.algorithms.clustering._ncp import build_ncp_data, pair_dist
 from kanon_duckdb.generalize import generalize
 
@@ -132,28 +132,74 @@ def _two_stars(seed=3, n=80, k=4):
     return data, ds, a, ca, b, cb, k
 
 
-@pytest.mark.parametrize("split", [True, False])
-def test_move_extremes(split):
-    data, ds, a, ca, b, cb, k = _two_stars()
-    rng = np.random.default_rng(0)
-    u, keys = rng.random(data.n), rng.random(data.n)
-    same, _ = move_and_repair(ds, a, ca, b, cb, 0.0, u, k, split, keys)  # rand = 0: stays put
-    assert naive.same_partition(same, a)
-    onto, _ = move_and_repair(ds, a, ca, b, cb, 1.0, u, k, split, keys)  # rand = 1: becomes the BH
-    assert naive.same_partition(onto, b)
+def _six_points():
+    """x = 0, 1, 2, 9, 10, 11 (range 11). Star: {x0, x5} (NCP 1), {x1, x2}, {x3, x4} (NCP 1/11
+    each): IL = 2 + 2/11 + 2/11 = 26/11. Black hole: {x0, x1, x2}, {x3, x4, x5}: IL = 12/11.
+    Matching: (bh0, {x1, x2}) and (bh1, {x3, x4}) overlap 2 each."""
+    data = naive.numeric_qidata([[0.0], [1.0], [2.0], [9.0], [10.0], [11.0]])
+    star = np.array([0, 1, 1, 2, 2, 0])
+    bh = np.array([0, 0, 0, 1, 1, 1])
+    return data, build_ncp_data(data), star, bh
 
 
-@pytest.mark.parametrize("split", [True, False])
-def test_move_repairs_to_k_anonymity(split):
+def test_move_hand_computed():
+    """rand = 1 tries every cluster, worst first: {x0, x5} sends x0 to {x1, x2} (bh0's match)
+    and x5 to {x3, x4} (bh1's match); IL 26/11 -> 12/11 < 26/11, so the move is kept."""
+    data, ds, star, bh = _six_points()
+    lab, C, accepted = move_toward(ds, star, 3, bh, 2, 1.0, 2, 3)
+    assert naive.same_partition(lab, bh) and C == 2 and accepted == 1
+    assert fitness(ds, lab, C, 2, 1) == pytest.approx(0.5 * (12 / 11) / 6)
+    assert fitness(ds, lab, C, 2, 1) < fitness(ds, star, 3, 2, 1)
+
+
+def test_move_step_length_and_size_cap():
+    data, ds, star, bh = _six_points()
+    lab, _, accepted = move_toward(ds, star, 3, bh, 2, 0.0, 2, 3)  # rand = 0: no cluster tries
+    assert naive.same_partition(lab, star) and accepted == 0
+    lab, _, accepted = move_toward(ds, star, 3, bh, 2, 1.0, 2, 2)  # classes of 3 > max_size
+    assert naive.same_partition(lab, star) and accepted == 0
+
+
+def test_move_keeps_only_improvements():
+    """A black hole worse than the star: nothing it suggests lowers the IL, so nothing moves."""
+    data, ds, star, bh = _six_points()
+    worse = np.array([0, 1, 0, 1, 0, 1])
+    lab, _, accepted = move_toward(ds, bh, 2, worse, 2, 1.0, 2, 3)
+    assert naive.same_partition(lab, bh) and accepted == 0
+
+
+def _two_stars(seed=2, n=300, k=5):
+    data = naive.random_qidata(np.random.default_rng(seed), n, 2, 2, max_leaves=6, max_value=50)
+    ds = build_ncp_data(data)
+    a, ca = dense_labels(kab.ncp_clustering(ds, n, k, np.random.default_rng(1)))
+    b, cb = dense_labels(kab.ncp_clustering(ds, n, k, np.random.default_rng(2)))
+    if fitness(ds, a, ca, k, 4) < fitness(ds, b, cb, k, 4):  # b is the black hole
+        a, ca, b, cb = b, cb, a, ca
+    return data, ds, a, ca, b, cb, k
+
+
+@pytest.mark.parametrize("max_size", [9, 300])
+def test_move_improves_and_keeps_k_anonymity(max_size):
+    """Two Algorithm-1 stars (fixed seeds): the worse one moved toward the better one gets a
+    strictly lower fitness, every class keeps >= k rows (and <= max_size)."""
     data, ds, a, ca, b, cb, k = _two_stars()
-    rng = np.random.default_rng(5)
-    for rand in (0.2, 0.5, 0.8):
-        lab, C = move_and_repair(ds, a, ca, b, cb, rand, rng.random(data.n), k, split,
-                                 rng.random(data.n))
+    before = fitness(ds, a, ca, k, 4)
+    for rand in (0.3, 1.0):
+        lab, C, accepted = move_toward(ds, a, ca, b, cb, rand, k, max_size)
         sizes = np.bincount(lab, minlength=C)
-        assert sizes.min() >= k and sizes.sum() == data.n and C == lab.max() + 1
-        if split:
-            assert sizes.max() <= 2 * k - 1
+        assert sizes.min() >= k and sizes.max() <= max_size and sizes.sum() == data.n
+        assert accepted > 0 and fitness(ds, lab, C, k, 4) < before
+        naive.check_truthful(data, lab, k)
+
+
+def test_kab_search_does_work():
+    """On 300 random rows (seed fixed) the recorded counters show improving moves and a final
+    fitness below the best initial star."""
+    data = naive.random_qidata(np.random.default_rng(11), 300, 2, 2, max_leaves=8, max_value=100)
+    info = kab.run(data, 5, 0, {"stars": 3, "iterations": 5}).info
+    assert info["moves_improved"] > 0 and info["cluster_moves_accepted"] > 0
+    assert info["best_fitness"] < info["best_initial_fitness"] == min(info["initial_fitness"])
+    assert info["moves"] == len([t for t in info["trace"] if "fitness_after" in t])
 
 
 @pytest.mark.parametrize("algo", [kab, bha])

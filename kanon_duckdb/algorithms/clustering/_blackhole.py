@@ -9,25 +9,21 @@ the order of stars is unchanged, and the privacy term keeps a meaning (a non-k-a
 never beat a k-anonymous one). Every star is repaired to k-anonymity, so privacy is 0 in practice.
 
 The black hole (BH) is the best star. Eq. 10, ``X_i(t+1) = X_i(t) + rand·(X_BH - X_i(t))``, is not
-arithmetic that means anything on cluster ids, so a star moves by this discrete analogue:
+arithmetic that means anything on cluster ids, so a star moves by this discrete analogue
+(``move_toward``), a local search step guided by the BH:
 
 1. match the clusters of the BH to the star's clusters: candidate pairs (BH cluster b, star
    cluster s) weighted by their overlap (records in both), taken greedily by decreasing overlap,
-   one-to-one; an unmatched BH cluster gets a fresh id;
-2. draw ``rand`` ~ U[0, 1] once per star and iteration (the scalar of eq. 10); every record, with
-   probability ``rand``, adopts the (matched id of the) BH cluster it belongs to, otherwise keeps
-   its star cluster. rand = 0 leaves the star as it was, rand = 1 turns it into the BH;
-3. repair: clusters left with fewer than k records are dissolved; each of their records joins the
-   cheaper (least IL(e ∪ r) - IL(e)) of its two "homes" that survived: the cluster of its BH
-   cluster's matched id, or its old star cluster (records in row order, each placement updating
-   its cluster's statistics). Records whose two homes both died ("orphans") come last: for
-   ``kab`` (``split_large``), when there are at least k of them, they are clustered among
-   themselves with Algorithm 1 (the paper's clustering heuristic; O(orphans² / k · d));
-   otherwise each joins the cheapest surviving cluster overall, chosen in parallel against the
-   statistics after the other records were re-homed (O(orphans · clusters · d)). Then, for
-   ``kab`` only, every cluster of >= 2k records is re-clustered with Algorithm 1, so cluster
-   sizes stay between k and 2k-1.
-   ``bha`` has no clustering heuristic and keeps the sizes the move produces.
+   one-to-one (``match_clusters``);
+2. draw ``rand`` ~ U[0, 1] once per star and iteration (the scalar of eq. 10, the step length):
+   the star's ceil(rand·C) worst clusters (highest NCP) try to move toward the BH, worst first;
+3. a cluster s tries to send each of its records to the star cluster matched to the record's BH
+   cluster (records whose BH cluster maps to s or to no live star cluster stay); if fewer than k
+   would stay, they follow the others to the cheapest of those destinations (least IL increase).
+   This local repair keeps every class >= k rows. The try is kept only when the summed IL of s
+   and its destinations drops (the exact change of the star's fitness) and no class grows above
+   ``max_size`` (kab: 2k-1, the paper's C_avg ≈ 1; bha: no limit). rand = 0 leaves the star as it
+   was; a star already better than the BH on every cluster does not move. O(n d) per move.
 
 Event horizon (eq. 11): R = fitness(BH) / sum_i fitness(X_i) over all stars (the BH included). The
 distance between a star and the BH is the share of records outside the matched overlap of step 1
@@ -35,8 +31,12 @@ distance between a star and the BH is the share of records outside the matched o
 replaced by a new star from the initializer (``kab``: Algorithm 1 from a new random start; ``bha``:
 a new random clustering).
 
-A star that reaches a better fitness than the BH becomes the BH (eq. 10 step 4); the BH is thus the
+A star that reaches a better fitness than the BH becomes the BH (Fig. 3 step 4); the BH is thus the
 best solution ever seen, and the result is never worse than the best initial star.
+
+The run's ``info`` (kanon_runs.details) records the best initial star's fitness, the final one,
+the number of star moves, how many of them improved their star, the cluster moves kept, the
+swallowed stars, and a per-move trace.
 
 Randomness comes from one ``numpy.random.Generator`` seeded by the run's seed; kernels receive the
 random draws as arrays, so a seed fixes the result.
@@ -48,12 +48,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numba
 import numpy as np
-from numba import prange
 
-from ..._numba_config import njit, njit_parallel
+from ..._numba_config import njit
 from ..base import Partition, QIData
-from ._ncp import add_record, build_ncp_data, cluster_ncp, ncp_with, new_stats, partition_il
-from .kab_kernels import ncp_clustering_subset
+from ._ncp import (add_record, build_ncp_data, clear_cluster, cluster_ncp, ncp_with, new_stats,
+                   partition_il, stats_from_labels)
 
 
 @njit
@@ -121,128 +120,134 @@ def match_clusters(bh, n_bh, star, n_star):
     return mapping, overlap
 
 
-@njit_parallel
-def _best_clusters(ds, st, ncp, cand, recs, out):
-    """out[t] = the cluster in ``cand`` with the least IL increase for record recs[t]."""
-    for t in prange(recs.shape[0]):
-        r = recs[t]
-        best = cand[0]
-        bc = np.inf
-        for q in range(cand.shape[0]):
-            c = cand[q]
-            cc = (st.size[c] + 1) * ncp_with(ds, st, c, r) - st.size[c] * ncp[c]
-            if cc < bc:
-                bc = cc
-                best = c
-        out[t] = best
+@njit
+def _copy_cluster(src, a, dst, b):
+    """dst cluster b := src cluster a (statistics only)."""
+    dst.size[b] = src.size[a]
+    for j in range(src.nmin.shape[1]):
+        dst.nmin[b, j] = src.nmin[a, j]
+        dst.nmax[b, j] = src.nmax[a, j]
+        dst.nnull[b, j] = src.nnull[a, j]
+    for j in range(src.cmin.shape[1]):
+        dst.cmin[b, j] = src.cmin[a, j]
+        dst.cmax[b, j] = src.cmax[a, j]
 
 
 @njit
-def move_and_repair(ds, star, n_star, bh, n_bh, rand, u, k, split_large, order_keys):
-    """One discrete eq.-10 move of ``star`` toward ``bh`` plus the k-anonymity repair.
+def move_toward(ds, star, n_star, bh, n_bh, rand, k, max_size):
+    """One discrete eq.-10 move of ``star`` toward the black hole ``bh``; a local search step.
 
-    star, bh int64 (n,) IN dense labels; u float64 (n,) IN per-record uniforms; order_keys float64
-    (n,) IN random keys for Algorithm-1 splits. Returns (new dense labels, number of clusters).
+    star, bh  int64 (n,) IN dense labels (n_star, n_bh clusters), both k-anonymous
+    rand      the scalar of eq. 10 in [0, 1]: the step length, i.e. the share of the star's
+              clusters (worst NCP first) that try to move toward the BH
+    max_size  largest class a move may create (kab: 2k-1, bha: n)
+    Returns (new dense labels, number of clusters, accepted cluster moves).
+
+    Each tried cluster s sends every record whose BH cluster is matched (``match_clusters``) to
+    another live star cluster d into d; records with no such home stay. If fewer than k stay,
+    they join the cheapest of the clusters just used (least IL increase). The move is kept only
+    when the summed IL of s and its destinations drops (the exact change of the star's fitness,
+    since every class stays >= k) and no class exceeds ``max_size``. O(n d) per move.
     """
     n = star.shape[0]
     mapping, _ = match_clusters(bh, n_bh, star, n_star)
-    home_bh = np.empty(n, dtype=np.int64)
-    lab = np.empty(n, dtype=np.int64)
-    for i in range(n):
-        home_bh[i] = mapping[bh[i]]
-        lab[i] = home_bh[i] if u[i] < rand else star[i]
-    n_lab = n_star + n_bh
-    size = np.zeros(n_lab, dtype=np.int64)
-    for i in range(n):
-        size[lab[i]] += 1
-    alive = np.zeros(n_lab, dtype=np.bool_)
-    any_alive = False
-    for c in range(n_lab):
-        if size[c] >= k:
-            alive[c] = True
-            any_alive = True
-    if not any_alive:
-        out = np.zeros(n, dtype=np.int64)
-        return out, 1
-    # statistics of surviving clusters (members that stay)
-    st = new_stats(ds, n_lab)
-    for i in range(n):
-        if alive[lab[i]]:
-            add_record(ds, st, lab[i], i)
-    alive_ids = np.empty(n_lab, dtype=np.int64)
-    na = 0
-    for c in range(n_lab):
-        if alive[c]:
-            alive_ids[na] = c
-            na += 1
-    ncp = np.zeros(n_lab)
-    for t in range(na):
-        ncp[alive_ids[t]] = cluster_ncp(ds, st, alive_ids[t])
-    # orphans: records whose two homes both died; they are placed after the others
-    is_orphan = np.zeros(n, dtype=np.bool_)
-    orphans = np.empty(n, dtype=np.int64)
-    no = 0
-    for i in range(n):
-        if not alive[lab[i]] and not alive[home_bh[i]] and not alive[star[i]]:
-            is_orphan[i] = True
-            orphans[no] = i
-            no += 1
-    for i in range(n):
-        v = lab[i]
-        if alive[v] or is_orphan[i]:
+    C = n_star
+    lab = star.copy()
+    st = stats_from_labels(ds, lab, C)
+    ncp = np.empty(C)
+    for c in range(C):
+        ncp[c] = cluster_ncp(ds, st, c)
+    head = np.full(C, -1, dtype=np.int64)
+    nxt = np.full(n, -1, dtype=np.int64)
+    for i in range(n - 1, -1, -1):
+        nxt[i] = head[lab[i]]
+        head[lab[i]] = i
+    order = np.argsort(-ncp, kind="mergesort")
+    n_try = min(C, int(np.ceil(rand * C)))
+    members = np.empty(n, dtype=np.int64)
+    dest = np.empty(n, dtype=np.int64)
+    slot = np.full(C, -1, dtype=np.int64)
+    used = np.empty(C + 1, dtype=np.int64)
+    tmp = new_stats(ds, C + 1)
+    accepted = 0
+    for t in range(n_try):
+        s = order[t]
+        if st.size[s] == 0:
             continue
-        a = home_bh[i]
-        b = star[i]
-        best = -1
-        bc = np.inf
-        if alive[a]:
-            best = a
-            bc = (st.size[a] + 1) * ncp_with(ds, st, a, i) - st.size[a] * ncp[a]
-        if alive[b]:
-            cb = (st.size[b] + 1) * ncp_with(ds, st, b, i) - st.size[b] * ncp[b]
-            if cb < bc:
-                best = b
-        add_record(ds, st, best, i)
-        ncp[best] = cluster_ncp(ds, st, best)
-        lab[i] = best
-    if no > 0:
-        if split_large and no >= k:
-            # kab: the orphans are clustered among themselves with Algorithm 1 (fresh ids)
-            ncp_clustering_subset(ds, orphans[:no].copy(), order_keys, k, lab, n_lab)
-        else:
-            # bha (no heuristic), or fewer than k orphans: the cheapest surviving cluster each,
-            # chosen in parallel against the statistics after the other records were re-homed
-            dest = np.empty(no, dtype=np.int64)
-            _best_clusters(ds, st, ncp, alive_ids[:na], orphans[:no], dest)
-            for t in range(no):
-                lab[orphans[t]] = dest[t]
+        m = 0
+        r = head[s]
+        while r >= 0:
+            members[m] = r
+            m += 1
+            r = nxt[r]
+        nd = 0
+        moving = 0
+        for i in range(m):
+            r = members[i]
+            d = mapping[bh[r]]
+            if d < C and d != s and st.size[d] > 0:
+                dest[i] = d
+                moving += 1
+                if slot[d] < 0:
+                    slot[d] = nd
+                    used[nd] = d
+                    _copy_cluster(st, d, tmp, nd)
+                    nd += 1
+                add_record(ds, tmp, slot[d], r)
+            else:
+                dest[i] = -1
+        if moving > 0:
+            stay = m - moving
+            if stay < k:  # too few stay: they follow the others to the cheapest destination
+                for i in range(m):
+                    if dest[i] < 0:
+                        best = 0
+                        bc = np.inf
+                        for q in range(nd):
+                            cc = (tmp.size[q] + 1) * ncp_with(ds, tmp, q, members[i]) \
+                                - tmp.size[q] * cluster_ncp(ds, tmp, q)
+                            if cc < bc:
+                                bc = cc
+                                best = q
+                        add_record(ds, tmp, best, members[i])
+                        dest[i] = used[best]
+                stay = 0
+            old = st.size[s] * ncp[s]
+            new = 0.0
+            ok = True
+            for q in range(nd):
+                d = used[q]
+                old += st.size[d] * ncp[d]
+                new += tmp.size[q] * cluster_ncp(ds, tmp, q)
+                if tmp.size[q] > max_size:
+                    ok = False
+            clear_cluster(tmp, nd)
+            if stay > 0:
+                for i in range(m):
+                    if dest[i] < 0:
+                        add_record(ds, tmp, nd, members[i])
+                new += stay * cluster_ncp(ds, tmp, nd)
+            if ok and new < old * (1.0 - 1e-12):
+                accepted += 1
+                for q in range(nd):
+                    d = used[q]
+                    _copy_cluster(tmp, q, st, d)
+                    ncp[d] = cluster_ncp(ds, st, d)
+                _copy_cluster(tmp, nd, st, s)
+                ncp[s] = cluster_ncp(ds, st, s)
+                head[s] = -1
+                for i in range(m):
+                    r = members[i]
+                    c = dest[i] if dest[i] >= 0 else s
+                    lab[r] = c
+                    nxt[r] = head[c]
+                    head[c] = r
+        for q in range(nd + 1):
+            clear_cluster(tmp, q)
+            if q < nd:
+                slot[used[q]] = -1
     lab, C = dense_labels(lab)
-    if split_large:
-        size2 = np.zeros(C, dtype=np.int64)
-        for i in range(n):
-            size2[lab[i]] += 1
-        big = 0
-        for c in range(C):
-            if size2[c] >= 2 * k:
-                big += 1
-        if big > 0:
-            # members of each big cluster, grouped by a counting sort
-            start = np.zeros(C + 1, dtype=np.int64)
-            for c in range(C):
-                start[c + 1] = start[c] + size2[c]
-            members = np.empty(n, dtype=np.int64)
-            fill = start[:C].copy()
-            for i in range(n):
-                c = lab[i]
-                members[fill[c]] = i
-                fill[c] += 1
-            nxt = C
-            for c in range(C):
-                if size2[c] >= 2 * k:
-                    ids = members[start[c]:start[c + 1]].copy()
-                    nxt += ncp_clustering_subset(ds, ids, order_keys, k, lab, nxt)
-            lab, C = dense_labels(lab)
-    return lab, C
+    return lab, C, accepted
 
 
 def fitness(ds, lab: np.ndarray, C: int, k: int, n_qi: int) -> float:
@@ -294,11 +299,12 @@ def _make_stars(init_star, seeds, progress_each):
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def black_hole_search(ds, n, d, k, rng, init_star, n_stars, iterations, split_large, progress):
+def black_hole_search(ds, n, d, k, rng, init_star, n_stars, iterations, max_size, progress):
     """Run the black-hole search; returns (best labels, info dict).
 
     init_star(rng, should_stop) -> int64 labels of a new k-anonymous star; it should poll
     ``should_stop()`` between chunks of work and raise :class:`Stopped` when it returns True.
+    max_size: the largest class a move may create (kab 2k-1, bha n).
     """
     n_stars = max(int(n_stars), 1)
     iterations = max(int(iterations), 0)
@@ -318,20 +324,25 @@ def black_hole_search(ds, n, d, k, rng, init_star, n_stars, iterations, split_la
     fits = [fitness(ds, lab, C, k, d) for lab, C in made]
     initial_fits = list(fits)
     bh = int(np.argmin(fits))
-    n_swallowed = 0
-    n_bh_changes = 0
+    n_swallowed = n_bh_changes = n_moves = n_improved = n_cluster_moves = 0
     history = [float(fits[bh])]
-    for _it in range(iterations):
+    trace = []
+    for it in range(iterations):
         for s in range(n_stars):
             if s == bh:
                 continue
             rand = float(rng.random())
-            u = rng.random(n)
-            keys = rng.random(n)
-            lab, C = move_and_repair(ds, stars[s], counts[s], stars[bh], counts[bh], rand, u,
-                                     int(k), bool(split_large), keys)
+            before = fits[s]
+            lab, C, acc = move_toward(ds, stars[s], counts[s], stars[bh], counts[bh], rand,
+                                      int(k), int(max_size))
             stars[s], counts[s] = lab, C
             fits[s] = fitness(ds, lab, C, k, d)
+            n_moves += 1
+            n_cluster_moves += int(acc)
+            n_improved += int(fits[s] < before)
+            trace.append({"iteration": it, "star": s, "rand": round(rand, 4),
+                          "fitness_before": float(before), "fitness_after": float(fits[s]),
+                          "cluster_moves": int(acc)})
             if fits[s] < fits[bh]:
                 bh = s
                 n_bh_changes += 1
@@ -352,26 +363,36 @@ def black_hole_search(ds, n, d, k, rng, init_star, n_stars, iterations, split_la
                 stars[s], counts[s] = lab, C
                 fits[s] = fitness(ds, lab, C, k, d)
                 n_swallowed += 1
+                trace.append({"iteration": it, "star": s, "swallowed": True,
+                              "new_fitness": float(fits[s])})
             for s in swallowed:
                 if fits[s] < fits[bh]:
                     bh = s
                     n_bh_changes += 1
         history.append(float(fits[bh]))
     progress(1.0)
+    best_initial = float(min(initial_fits))
     info = {
         "stars": n_stars,
         "iterations": iterations,
         "initial_fitness": [float(f) for f in initial_fits],
+        "best_initial_fitness": best_initial,
         "best_fitness": float(fits[bh]),
+        "improvement_over_best_initial": (1.0 - float(fits[bh]) / best_initial
+                                          if best_initial > 0 else 0.0),
         "fitness_history": history,
+        "moves": n_moves,
+        "moves_improved": n_improved,
+        "cluster_moves_accepted": n_cluster_moves,
         "black_hole_changes": n_bh_changes,
         "swallowed": n_swallowed,
+        "trace": trace,
     }
     return stars[bh], info
 
 
 def run_black_hole(data: QIData, k: int, seed: int, params: dict, progress, init_star,
-                   split_large: bool, initializer: str) -> Partition:
+                   max_size: int, initializer: str) -> Partition:
     """The ``run`` of kab and bha: black_hole_search over stars made by
     ``init_star(ds, n, k, rng, should_stop)``; ``initializer`` is recorded in the info."""
     ds = build_ncp_data(data)
@@ -382,6 +403,6 @@ def run_black_hole(data: QIData, k: int, seed: int, params: dict, progress, init
         return init_star(ds, n, k, r, should_stop)
 
     lab, info = black_hole_search(ds, n, d, k, rng, make_star, params["stars"],
-                                  params["iterations"], split_large, progress)
+                                  params["iterations"], max_size, progress)
     info["initializer"] = initializer
     return Partition(ec=lab.astype(np.int64), info=info)

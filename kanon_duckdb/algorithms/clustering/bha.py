@@ -6,9 +6,8 @@ The same search as ``kab`` (``_blackhole.black_hole_search``) but from random k-
 clusterings and without any clustering heuristic: the paper only says records are placed randomly
 and the number of clusters is random. A random star here draws C uniformly in [1, floor(n/k)],
 shuffles the records, gives each cluster k of them and spreads the remaining n - C·k over
-uniformly random clusters. The move repair dissolves clusters below k (their records join the
-cheaper surviving home, as in kab) but never splits large clusters, so class sizes vary as the
-paper reports (C_avg > 1). Expect high loss: this is the baseline KAB improves on.
+uniformly random clusters. The move (shared with kab) has no class-size limit here, so class
+sizes vary as the paper reports (C_avg > 1). Expect high loss: this is the baseline KAB improves on.
 
 Deterministic for a seed.
 """
@@ -37,7 +36,7 @@ def _init_star(_ds, n, k, rng, _should_stop):
 
 
 def run(data: QIData, k: int, seed: int, params: dict, progress=no_progress) -> Partition:
-    return run_black_hole(data, k, seed, params, progress, _init_star, False,
+    return run_black_hole(data, k, seed, params, progress, _init_star, data.n,
                           "random clustering (random number of clusters)")
 
 

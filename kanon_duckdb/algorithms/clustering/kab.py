@@ -7,15 +7,16 @@ setting (§4.2).
   a different random start: floor(n/k) clusters, each a random unassigned record plus its k-1
   nearest unassigned records by the NCP record distance (eq. 1-3); leftovers to the nearest seed.
 - Search: ``_blackhole.black_hole_search`` (fitness eq. 4-8, black hole = best star, the discrete
-  form of the eq.-10 move with a k-anonymity repair, event horizon eq. 11, swallowed stars replaced
-  by new Algorithm-1 clusterings). KAB's repair re-clusters clusters of >= 2k records with
-  Algorithm 1, so class sizes stay between k and 2k-1 as in the paper's C_avg ≈ 1.
+  form of the eq.-10 move: the star's worst clusters send their records to the clusters matched to
+  their black-hole clusters, a try kept only when it lowers the fitness, repaired locally; event
+  horizon eq. 11, swallowed stars replaced by new Algorithm-1 clusterings). Moves never create a
+  class above 2k-1 records, so sizes stay between k and 2k-1 as in the paper's C_avg ≈ 1.
 - Result: the black hole, i.e. the best star ever seen; its loss is never above the best initial
   star's. ``Partition.info`` records the initial and final fitness (fitness = GCP / 2 for a
-  k-anonymous star), swallowed stars and black-hole changes.
+  k-anonymous star), moves that improved a star, swallowed stars and a per-move trace.
 
 Deterministic for a seed: all random draws come from ``numpy.random.default_rng(seed)``.
-Cost: each star is O(n²/k · d) (Algorithm 1); a move is O(n log n + n d) plus the splits.
+Cost: each star is O(n²/k · d) (Algorithm 1); a move is O(n log n + n d).
 """
 from __future__ import annotations
 
@@ -60,7 +61,7 @@ def _init_star(ds, n, k, rng, should_stop):
 
 
 def run(data: QIData, k: int, seed: int, params: dict, progress=no_progress) -> Partition:
-    return run_black_hole(data, k, seed, params, progress, _init_star, True,
+    return run_black_hole(data, k, seed, params, progress, _init_star, 2 * k - 1,
                           "NCP clustering (Algorithm 1)")
 
 

@@ -1,7 +1,6 @@
 """Numba kernels of KAB's NCP-based clustering (Kacha et al. 2021, Fig. 2 "Algorithm 1").
 
-Algorithm 1 on a set of records ``ids`` (the whole table for an initial star, or one oversized
-cluster when the black-hole repair splits it):
+Algorithm 1 on the whole table (one initial star):
 
 1. N = floor(m / k) clusters;
 2. pick a random unassigned record r (the next unassigned one in a seeded random order);
@@ -113,37 +112,3 @@ def ncp_clustering_chunk(ds, pool, where, state, order, k, n_clusters, max_new, 
 def assign_leftovers(ds, pool, m, seeds, n_clusters, labels):
     """Algorithm 1 last step: each leftover record joins the cluster with the closest seed."""
     assign_to_nearest(ds, pool, m, seeds, n_clusters, labels, 0)
-
-
-@njit
-def ncp_clustering_subset(ds, ids, order_keys, k, labels, base):
-    """Algorithm 1 on the records ``ids`` in one call (used to split an oversized cluster).
-
-    order_keys float64 (n,): random key per record; seeds are picked in increasing key order.
-    Writes labels[ids] = base + local cluster id; returns the number of clusters formed.
-    """
-    m = ids.shape[0]
-    N = m // k
-    if N <= 1:
-        for i in range(m):
-            labels[ids[i]] = base
-        return 1
-    n = labels.shape[0]
-    keys = np.empty(m)
-    for i in range(m):
-        keys[i] = order_keys[ids[i]]
-    order = ids[np.argsort(keys, kind="mergesort")]
-    pool = np.sort(ids)
-    where = np.full(n, -1, dtype=np.int64)  # O(n) scratch; subsets are split rarely
-    for i in range(m):
-        where[pool[i]] = i
-    state = np.zeros(3, dtype=np.int64)
-    state[0] = m
-    seeds = np.empty(N, dtype=np.int64)
-    loc = np.empty(n, dtype=np.int64)
-    buf = np.empty(m)
-    ncp_clustering_chunk(ds, pool, where, state, order, k, N, N, loc, seeds, buf)
-    assign_leftovers(ds, pool, state[0], seeds, N, loc)
-    for i in range(m):
-        labels[ids[i]] = base + loc[ids[i]]
-    return N

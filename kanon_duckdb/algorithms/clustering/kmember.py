@@ -1,27 +1,27 @@
-"""Greedy k-member clustering (Byun, Kamra, Bertino, Li 2007; k-members-clustering.txt).
+"""Greedy k-member clustering (Byun, Kamra, Bertino, Li 2007; the supplied paper
+k-members-clustering.txt is Wang, Liu, Gao, whose Table III is a variant of it).
 
-Algorithm (the reading implemented here)::
+Algorithm (``seed_choice``, ``cost`` select the variant)::
 
     r := a random record (numpy Generator seeded with ``seed``)
     while |S| >= k:
-        s := the unassigned record furthest from r  (record distance d, ties: smallest row id)
-        e := {s};  r := s                           # "furthest from the previous seed"
+        s := 'furthest': the unassigned record furthest from r (record distance d, ties: smallest id)
+             'random':   a random unassigned record (the next one in a seeded permutation)
+        e := {s};  r := s
         while |e| < k:
             e := e U {argmin_{x in S} IL(e U {x})}  # ties: smallest row id
-    each leftover record (< k of them) joins the cluster whose IL increases least:
-        argmin_e IL(e U {x}) - IL(e)
+    the leftover records (< k of them), in random order, each join the cluster whose IL
+    increases least: argmin_e IL(e U {x}) - IL(e)     # ties: lowest cluster id
 
-Choices where the sources are vague:
-
-- Cost. IL(e) = |e| * sum_j NCP_j(e) with the leaf-count NCP for categoricals (Xu et al. 2006; what
-  GCP measures and what the KAB paper calls the k-member cost), not Byun's height ratio; the
-  height variant is available to kernels via ``build_ncp_data(cost='height')``. Record distance
-  d(a, b) = NCP({a, b}) (Byun's Definition 4 with the same categorical term).
-- Seeds. Byun's pseudo-code reuses the variable r, which literally makes the next seed the record
-  furthest from the *last record added*; the supplied summary picks seeds at random. We follow the
-  common reading (and the issue): the record furthest from the previous seed.
-- Leftovers are taken in ascending row id, not at random (Byun); either is arbitrary and this
-  keeps the kernel free of random state. Ties between clusters go to the lowest cluster id.
+- ``seed_choice := 'furthest'`` is Byun et al.'s seed (their pseudo-code reuses r, which we read
+  as "furthest from the previous seed"); ``'random'`` is Table III (steps 3 and 4(1) draw the seed
+  at random; the record of step 3 is never used, so we draw once per cluster).
+- ``cost := 'ncp'``: IL(e) = |e| * sum_j NCP_j(e) with the leaf-count NCP for categoricals (Xu et
+  al. 2006, what GCP measures and what the KAB paper uses); ``'height'``: Definition 5 of Table
+  III's paper (and Byun's), height(LCA subtree)/height(tree), what ``total_il`` measures. The
+  record distance d(a, b) = cost of {a, b} in the same model (Definition 4).
+- Leftovers are taken in random order (Table III step 5(1); Byun's pseudo-code also picks them
+  at random). Table III literally: ``seed_choice := 'random', cost := 'height'``.
 - Cluster sizes are in [k, 2k-1]: clusters are built with exactly k records and fewer than k
   leftovers are spread over them.
 
@@ -40,22 +40,31 @@ from __future__ import annotations
 import numpy as np
 
 from ..._numba_config import njit
-from ..base import Algorithm, QIData, no_progress
-from ._common import run_from_labels, trivial_labels
+from ...errors import InvalidParameterError
+from ..base import Algorithm, Partition, QIData, no_progress
+from ._common import trivial_labels
 from ._ncp import (_remove, add_record, argmax_pair_dist, assign_to_cheapest, build_ncp_data,
                    n_threads, ncp_with, new_stats, run_in_chunks, smallest_ncp_with)
 
+
+SEED_CHOICES = ("furthest", "random")
+COSTS = ("ncp", "height")
+DEFAULT_SEED_CHOICE = "furthest"
+DEFAULT_COST = "ncp"
 
 # ------------------------------------------------------------------------------------------------
 # kernels
 
 @njit
-def _kmember_clusters(ds, st, U, pos, state, ec, k, max_clusters, nt, bc, bi):
+def _kmember_clusters(ds, st, U, pos, state, ec, k, max_clusters, nt, bc, bi, order):
     """Build up to ``max_clusters`` clusters of exactly k records.
 
     U      int64 (n,)  IN/OUT unassigned record ids in U[:m]; pos[r] = index of r in U
-    state  int64 (4,)  IN/OUT [m, previous seed, clusters built, full rescans]
-    ec     int64 (n,)  OUT cluster of each assigned record
+    state  int64 (5,)  IN/OUT [m, previous seed, clusters built, full rescans, next position in
+                       ``order``]
+    ec     int64 (n,)  IN/OUT cluster of each assigned record, -1 while unassigned
+    order  int64 (n,)  IN a random permutation of the records: seeds are its next unassigned
+                       record ('random' seeds); empty: the furthest record from the previous seed
     nt     number of thread shares for the parallel scans
     bc/bi  float64/int64 (B,) scratch: the lazy candidate buffer
 
@@ -68,8 +77,13 @@ def _kmember_clusters(ds, st, U, pos, state, ec, k, max_clusters, nt, bc, bi):
     made = 0
     while state[0] >= k and made < max_clusters:
         m = state[0]
-        p, _d = argmax_pair_dist(ds, state[1], U, m, nt)
-        s = U[p]
+        if order.shape[0] > 0:
+            while ec[order[state[4]]] >= 0:
+                state[4] += 1
+            s = order[state[4]]
+        else:
+            p, _d = argmax_pair_dist(ds, state[1], U, m, nt)
+            s = U[p]
         _remove(U, pos, m, s)
         m -= 1
         c = state[2]
@@ -106,13 +120,22 @@ def _kmember_clusters(ds, st, U, pos, state, ec, k, max_clusters, nt, bc, bi):
 # ------------------------------------------------------------------------------------------------
 # orchestration
 
-def kmember_labels(data: QIData, k: int, seed: int, progress=no_progress, cost: str = "ncp",
-                   info: dict | None = None, buffer: int | None = None):
+def kmember_labels(data: QIData, k: int, seed: int, progress=no_progress, cost: str = DEFAULT_COST,
+                   info: dict | None = None, buffer: int | None = None,
+                   seed_choice: str = DEFAULT_SEED_CHOICE):
     """Cluster id per row (int64 (n,), ids 0..C-1) of greedy k-member clustering.
 
+    ``cost`` 'ncp' | 'height' and ``seed_choice`` 'furthest' | 'random' (see the module docstring).
     ``info`` (optional dict) receives counters: clusters, full candidate scans. ``buffer`` sets the
     lazy candidate buffer size (default min(max(4k, 32), 1024)); it changes speed, not results.
+    Random draws, in this order from ``numpy.random.default_rng(seed)``: the first record r0, a
+    permutation of the n records (the seed order for 'random'), a permutation of the leftovers.
     """
+    if seed_choice not in SEED_CHOICES:
+        raise InvalidParameterError(
+            f"seed_choice must be one of {', '.join(SEED_CHOICES)}, got {seed_choice!r}")
+    if cost not in COSTS:
+        raise InvalidParameterError(f"cost must be one of {', '.join(COSTS)}, got {cost!r}")
     n = data.n
     labels = trivial_labels(n, k, progress)
     if labels is not None:
@@ -127,27 +150,38 @@ def kmember_labels(data: QIData, k: int, seed: int, progress=no_progress, cost: 
     U = np.arange(n, dtype=np.int64)
     pos = np.arange(n, dtype=np.int64)
     ec = np.full(n, -1, dtype=np.int64)
-    r0 = int(np.random.default_rng(seed).integers(n))
-    state = np.array([n, r0, 0, 0], dtype=np.int64)
+    rng = np.random.default_rng(seed)
+    r0 = int(rng.integers(n))
+    perm = rng.permutation(n).astype(np.int64)
+    order = perm if seed_choice == "random" else np.empty(0, dtype=np.int64)
+    state = np.array([n, r0, 0, 0, 0], dtype=np.int64)
     nt = n_threads()
     B = int(buffer) if buffer else int(min(max(4 * k, 32), 1024))
     bc = np.empty(B)
     bi = np.empty(B, dtype=np.int64)
 
     def step(budget):
-        _kmember_clusters(ds, st, U, pos, state, ec, k, budget, nt, bc, bi)
+        _kmember_clusters(ds, st, U, pos, state, ec, k, budget, nt, bc, bi, order)
         return state[2] / C, state[0] < k
 
     run_in_chunks(step, progress, first=4)
     left = np.sort(U[:int(state[0])])
+    left = left[rng.permutation(left.size)]  # leftovers are taken in random order
     assign_to_cheapest(ds, st, left, left.size, C, ec, False)
     if info is not None:
-        info.update(n_clusters=C, first_record=r0, scans=int(state[3]))
+        info.update(n_clusters=C, first_record=r0, scans=int(state[3]), cost=cost,
+                    seed_choice=seed_choice)
     return ec
 
 
-run = run_from_labels(kmember_labels)
+def run(data: QIData, k: int, seed: int, params: dict, progress=no_progress) -> Partition:
+    info = {}
+    ec = kmember_labels(data, k, seed, progress, cost=params["cost"], info=info,
+                        seed_choice=params["seed_choice"])
+    return Partition(ec=ec, info=info)
 
 
-ENTRY = Algorithm("kmember", run, "local", {},
-                  "greedy k-member clustering, NCP information loss (Byun et al. 2007)")
+ENTRY = Algorithm("kmember", run, "local",
+                  {"seed_choice": DEFAULT_SEED_CHOICE, "cost": DEFAULT_COST},
+                  "greedy k-member clustering (Byun et al. 2007; Wang, Liu, Gao's Table III "
+                  "with seed_choice := 'random', cost := 'height')")
