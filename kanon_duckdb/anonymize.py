@@ -15,6 +15,7 @@ from .encoding import QIPlan, encode, plan_qis
 from .errors import InfeasibleError, InvalidParameterError
 from .generalize import Generalized, generalize, per_qi_loss
 from .runs import record_run
+from .taxonomy.store import check_taxonomies_param
 
 
 @dataclass(frozen=True)
@@ -71,8 +72,12 @@ def coerce_params(algo, given: dict | None) -> dict:
 
 
 def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, categorical=None,
-              params=None, progress=no_progress, record=True) -> AnonymizationResult:
+              params=None, progress=no_progress, record=True, taxonomies=None) -> AnonymizationResult:
     """Anonymize ``table`` (read through ``con``) and record the run in ``kanon_runs``.
+
+    ``taxonomies``: QI -> kanon_taxonomy attr naming the tree a QI uses (else the tree of
+    '<table>.<qi>', else of '<qi>': taxonomy.store.resolve_tree_attr); recorded per QI in
+    kanon_runs.qi_trees.
 
     Returns per-row class ids and per-class published values; the SQL layer joins them back.
     """
@@ -96,7 +101,9 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
             from .errors import UnknownObjectError
             raise UnknownObjectError(f"column '{c}' does not exist in table {table!r}")
         extra.append(c)
-    rowid, data = encode(con, plan, extra_columns=extra, need_num_trees=algorithm.needs_num_trees)
+    taxonomies = check_taxonomies_param(taxonomies, plan.qi)
+    rowid, data = encode(con, plan, extra_columns=extra, need_num_trees=algorithm.needs_num_trees,
+                         taxonomies=taxonomies)
     check_k(k, data.n)
     part = algorithm.run(data, k, seed, params, progress)
     g = generalize(data, part)
@@ -112,7 +119,8 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
                             params=params, seed=seed, n_rows=data.n, n_classes=g.n_classes,
                             n_suppressed=n_sup, elapsed_s=elapsed,
                             qi_loss=[loss[order[c]] for c in plan.qi],
-                            weights=part.info.get("weights"), details=part.info)
+                            weights=part.info.get("weights"), details=part.info,
+                            qi_trees=data.tree_attrs)
     return AnonymizationResult(run_id, plan, data, rowid, g, part, elapsed, params)
 
 

@@ -26,8 +26,8 @@ from ._numba_config import njit
 from .algorithms.base import QIData
 from .errors import DataError, InvalidParameterError, TaxonomyError, UnknownObjectError
 from .sqlutil import quote_ident, resolve_table
-from .taxonomy.store import read_index, validate_coverage
-from .taxonomy.tree import TaxonomyIndex, build_index
+from .taxonomy.store import read_tree_of, taxonomy_attrs, validate_coverage
+from .taxonomy.tree import build_index
 
 _INT_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
               "UINTEGER", "UBIGINT", "UHUGEINT"}
@@ -122,14 +122,12 @@ def _check_output_names(columns, numeric):
             f"of the table first")
 
 
-def read_tree(con, attr) -> TaxonomyIndex | None:
-    """The tree of ``attr`` from kanon_taxonomy (children in insertion order), or None."""
-    return read_index(con, attr)
-
-
-def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False) -> tuple[np.ndarray, QIData]:
+def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False,
+           taxonomies=None) -> tuple[np.ndarray, QIData]:
     """Read the QIs (and ``extra_columns`` as raw Arrow arrays) and encode them.
 
+    Each QI's tree is the one ``taxonomy.store.resolve_tree_attr`` picks for (plan.table, QI,
+    ``taxonomies``); ``QIData.tree_attrs`` records it.
     Returns (rowid int64 (n,), QIData). Cost: one scan of the QI columns plus O(n·d) numpy work.
     """
     sel = ["rowid"]
@@ -161,13 +159,15 @@ def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False) -> tuple[n
     with ThreadPoolExecutor(max_workers=max(1, min(dc, os.cpu_count() or 1))) as pool:
         encoded = list(pool.map(lambda col: pc.dictionary_encode(col.combine_chunks()), cat_cols))
     cat = np.empty((n, dc), dtype=np.int32)
-    trees = []
+    trees, tree_attrs, attrs = [], {}, taxonomy_attrs(con)
     for j, c in enumerate(plan.categorical):
         enc = encoded[j]
         values = enc.dictionary.to_pylist()
         codes = enc.indices.fill_null(len(values)).to_numpy()
         counts = np.bincount(codes, minlength=len(values) + 1)
-        tree = read_tree(con, c)
+        attr, tree = read_tree_of(con, c, plan.table, taxonomies, attrs)
+        if attr is not None:
+            tree_attrs[c] = attr
         if tree is None:
             tree = build_index(c, [(v, "*") for v in sorted(values)] if values else [("*", None)])
             if "*" in values:
@@ -184,9 +184,9 @@ def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False) -> tuple[n
     extra = {c: tbl.column(1 + dn + dc + i).combine_chunks() for i, c in enumerate(extra_columns)}
     is_int = np.array([c in plan.integer for c in plan.numeric], dtype=bool)
     data = QIData(n, np.ascontiguousarray(num), num_null, lo, hi, is_int, np.ascontiguousarray(cat),
-                  trees, list(plan.numeric), list(plan.categorical), extra)
+                  trees, list(plan.numeric), list(plan.categorical), extra, tree_attrs=tree_attrs)
     if need_num_trees:
-        data = attach_numeric_trees(con, plan, data)
+        data = attach_numeric_trees(con, plan, data, taxonomies)
     return rowid, data
 
 
@@ -242,7 +242,7 @@ def _check_numeric_text(con, plan, c):
 # --------------------------------------------------------------------------- numeric trees
 # Owned by the lattice family (full-domain algorithms need an interval tree per numeric QI).
 
-def attach_numeric_trees(con, plan: QIPlan, data: QIData) -> QIData:
+def attach_numeric_trees(con, plan: QIPlan, data: QIData, taxonomies=None) -> QIData:
     """Attach the ``kanon_taxonomy`` tree of each numeric QI that has one (``data.num_trees``,
     None where absent) and each row's leaf ordinal in it (``data.num_leaf``, -1 where absent).
 
@@ -257,17 +257,13 @@ def attach_numeric_trees(con, plan: QIPlan, data: QIData) -> QIData:
 
     trees = [None] * data.dn
     leaf = np.full((data.n, data.dn), -1, dtype=np.int32)
-    try:
-        has_table = bool(con.execute(
-            "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'kanon_taxonomy'").fetchall()[0][0])
-    except Exception:  # pragma: no cover - catalog always answers
-        has_table = False
-    if not has_table:
-        return replace(data, num_trees=trees, num_leaf=leaf)
+    attrs = taxonomy_attrs(con)
+    tree_attrs = dict(data.tree_attrs)
     for j, c in enumerate(plan.numeric):
-        tree = read_tree(con, c)
+        attr, tree = read_tree_of(con, c, plan.table, taxonomies, attrs)
         if tree is None:
             continue
+        tree_attrs[c] = attr
         q = quote_ident(c)
         rows = con.execute(
             f"SELECT TRY_CAST({q} AS DOUBLE) AS v, CAST({q} AS VARCHAR) AS lab, count(*) "
@@ -286,4 +282,4 @@ def attach_numeric_trees(con, plan: QIPlan, data: QIData) -> QIData:
             lj[null] = tree.leaf_of_label[None]
         trees[j] = tree
         leaf[:, j] = lj
-    return replace(data, num_trees=trees, num_leaf=leaf)
+    return replace(data, num_trees=trees, num_leaf=leaf, tree_attrs=tree_attrs)

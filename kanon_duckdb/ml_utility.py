@@ -58,7 +58,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .encoding import read_tree
+from .taxonomy.store import read_index, resolve_tree_attr, run_tree_attrs, taxonomy_attrs
 from .errors import InvalidParameterError, UnknownObjectError
 from .sqlutil import quote_ident, resolve_table
 from .taxonomy.tree import build_index
@@ -124,6 +124,7 @@ class UtilityPlan:
     categorical_qi: list
     passthrough: list      # non-QI columns, label included, in raw column order
     numeric_pass: set      # pass-through columns with a numeric SQL type
+    tree_attrs: dict = None  # column -> kanon_taxonomy attr of its tree (absent: flat tree)
 
 
 def _columns(con, table_sql):
@@ -195,7 +196,33 @@ def plan_utility(con, raw_table, anon_table, label, qi=None) -> UtilityPlan:
             f"column(s) {missing} of {raw_table!r} are missing from {anon_table!r}; is it an "
             f"anonymized version of {raw_table!r}?")
     numeric_pass = {c for c in passthrough if types[c].split("(")[0].upper() in _NUMERIC_BASES}
-    return UtilityPlan(raw_sql, anon_sql, label, list(num), list(cat), passthrough, numeric_pass)
+    return UtilityPlan(raw_sql, anon_sql, label, list(num), list(cat), passthrough, numeric_pass,
+                       _tree_attrs(con, raw_table, anon_sql, anon_cols, passthrough, list(cat)))
+
+
+def _tree_attrs(con, raw_table, anon_sql, anon_cols, passthrough, qis) -> dict:
+    """Column -> tree attr: for the QIs the run's record (kanon_runs.qi_trees), for the other
+    columns (and QIs of a table without a run) the resolution order for the raw table
+    (taxonomy.store.resolve_tree_attr)."""
+    recorded = None
+    if "kanon_run" in anon_cols:
+        run = con.sql(f"SELECT max(kanon_run) FROM {anon_sql}").fetchall()[0][0]
+        recorded = run_tree_attrs(con, run) if run is not None else None
+    attrs, out = taxonomy_attrs(con), {}
+    for c in list(passthrough) + list(qis):
+        if recorded is not None and c in qis:
+            attr = recorded.get(c)
+        else:
+            attr = resolve_tree_attr(con, c, raw_table, None, attrs)
+        if attr is not None:
+            out[c] = attr
+    return out
+
+
+def _tree(con, plan, column):
+    """The tree of ``column`` per plan.tree_attrs, or None (flat)."""
+    attr = (plan.tree_attrs or {}).get(column)
+    return read_index(con, attr) if attr is not None else None
 
 
 def _read(con, plan: UtilityPlan, anon: bool) -> pa.Table:
@@ -316,7 +343,7 @@ def encode_features(con, plan: UtilityPlan, raw: pa.Table, anon: pa.Table, encod
             xa.append(np.where(np.isnan(a), fill, a)[:, None])
             names.append(c)
             continue
-        tree = read_tree(con, c)
+        tree = _tree(con, plan, c)
         if tree is None or onehot:
             tree = _flat_tree(c, raw.column(c).to_pylist() + anon.column(c).to_pylist())
         xr.append(_encode_tree_column(raw.column(c), tree, c, onehot, leaves_only=False))
@@ -332,7 +359,7 @@ def encode_features(con, plan: UtilityPlan, raw: pa.Table, anon: pa.Table, encod
         xa.append(np.where(np.isnan(a), mid, a)[:, None])
         names.append(c)
     for c in plan.categorical_qi:
-        tree = read_tree(con, c)
+        tree = _tree(con, plan, c)
         if tree is None:
             tree = _flat_tree(c, raw.column(c).to_pylist())
         xr.append(_encode_tree_column(raw.column(c), tree, c, onehot, leaves_only=True))

@@ -52,21 +52,22 @@ SELECT attr, node, depth, n_leaves, sub_height,
        max(sub_height) OVER (PARTITION BY attr) AS height
 FROM nodes;
 
--- kanon_label_ncp(tbl): for every label a categorical QI of `tbl` can publish (every node of its
--- tree, or '*' of the implicit flat tree): has_tree, ncp, height_ratio and info_ratio
+-- kanon_label_ncp(tbl): for every label a categorical QI of `tbl` can publish (every node of the
+-- tree its run used, __kanon_meta(tbl).cat_trees, or '*' of the implicit flat tree): has_tree, ncp, height_ratio and info_ratio
 -- (log leaves(label) / log leaves(root), eq. 3 of Yuan et al., see info_loss).
 CREATE OR REPLACE MACRO kanon_label_ncp(tbl) AS TABLE
-WITH qis AS (SELECT unnest(__kanon_meta(tbl).cat_qi) AS qi),
+WITH qis AS (SELECT unnest(__kanon_meta(tbl).cat_qi) AS qi,
+                    unnest(__kanon_meta(tbl).cat_trees) AS tree),
 tree AS (
-    SELECT * FROM kanon_taxonomy_nodes() WHERE list_contains(__kanon_meta(tbl).cat_qi, attr)
+    SELECT q.qi, n.* FROM qis q JOIN kanon_taxonomy_nodes() n ON n.attr = q.tree
 )
-SELECT t.attr AS qi, t.node AS label, true AS has_tree,
+SELECT t.qi, t.node AS label, true AS has_tree,
        CASE WHEN t.n_leaves <= 1 THEN 0.0 ELSE t.n_leaves / t.root_leaves END AS ncp,
        CASE WHEN t.height = 0 THEN 0.0 ELSE t.sub_height / t.height END AS height_ratio,
        CASE WHEN t.root_leaves <= 1 THEN 0.0 ELSE ln(t.n_leaves) / ln(t.root_leaves) END AS info_ratio
 FROM tree t
 UNION ALL
-SELECT qi, '*', false, 1.0, 1.0, 1.0 FROM qis WHERE qi NOT IN (SELECT attr FROM tree);
+SELECT qi, '*', false, 1.0, 1.0, 1.0 FROM qis WHERE qi NOT IN (SELECT qi FROM tree);
 
 -- kanon_qi_loss(tbl): one row per QI of the anonymized table `tbl`:
 --   qi, kind ('numeric' | 'categorical'), n (rows), ncp_sum (sum over rows of the NCP of the

@@ -115,8 +115,10 @@ CREATE OR REPLACE MACRO log_level(tbl) AS (
         WHERE NOT suppressed AND NOT (SELECT yes FROM use_recorded)
     ),
     nodes AS (
-        SELECT attr AS qi, node AS label, depth, height FROM kanon_taxonomy_nodes()
-        WHERE list_contains(__kanon_meta(tbl).cat_qi, attr)
+        SELECT q.qi, n.node AS label, n.depth, n.height
+        FROM (SELECT unnest(__kanon_meta(tbl).cat_qi) AS qi,
+                     unnest(__kanon_meta(tbl).cat_trees) AS tree) q
+        JOIN kanon_taxonomy_nodes() n ON n.attr = q.tree
     ),
     derived AS (
         SELECT avg(per_qi) AS log FROM (

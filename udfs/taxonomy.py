@@ -1,8 +1,10 @@
 """SQL-callable taxonomy builders and checks (native scalar UDFs with side effects).
 
 Each builder reads the named table through ``con.cursor()`` (so TEMP tables and uncommitted rows
-are invisible), replaces the rows of ``attr = <column name>`` in ``kanon_taxonomy`` and returns
-the number of edges inserted (BIGINT):
+are invisible), replaces the rows of ``attr`` in ``kanon_taxonomy`` and returns the number of
+edges inserted (BIGINT). ``attr`` defaults to the column's name (the tree of every column of that
+name); ``attr := 'patients.sex'`` makes the tree of one table's column, ``attr := 'sex_v2'`` a
+named tree a call picks with ``taxonomies := {'sex': 'sex_v2'}`` (taxonomy.store.resolve_tree_attr):
 
     SELECT kanon_load_arx('workclass', 'hierarchy_workclass.csv');
     SELECT kanon_build_intervals('t', 'age');                 -- default nested widths
@@ -12,6 +14,7 @@ the number of edges inserted (BIGINT):
     SELECT kanon_build_masking('t', 'zip');
     SELECT kanon_build_dates('t', 'birth_date');
     SELECT kanon_build_flat('t', 'city');
+    SELECT kanon_build_flat('patients', 'sex', attr := 'patients.sex');
     SELECT kanon_check_taxonomy('t', 'city');                 -- 'ok' or an error naming values
 
 Overloads are TEMP macros over internal UDFs (Python UDFs cannot be overloaded).
@@ -50,47 +53,53 @@ def register_taxonomy_udfs(con) -> None:
         _need(attr=attr, path=path)
         return run(store.load_arx_taxonomy, attr, path)
 
-    def build_intervals(tbl, col, widths):
+    def build_intervals(tbl, col, widths, attr):
         _need(tbl=tbl, col=col)
-        return run(store.build_interval_taxonomy, tbl, col, widths=widths or None)
+        return run(store.build_interval_taxonomy, tbl, col, attr=attr, widths=widths or None)
 
-    def build_quantiles(tbl, col, bins):
+    def build_quantiles(tbl, col, bins, attr):
         _need(tbl=tbl, col=col)
-        return run(store.build_interval_taxonomy, tbl, col, quantiles=True if bins is None else bins)
+        return run(store.build_interval_taxonomy, tbl, col, attr=attr,
+                   quantiles=True if bins is None else bins)
 
-    def build_masking(tbl, col):
+    def build_masking(tbl, col, attr):
         _need(tbl=tbl, col=col)
-        return run(store.build_masking_taxonomy, tbl, col)
+        return run(store.build_masking_taxonomy, tbl, col, attr=attr)
 
-    def build_dates(tbl, col):
+    def build_dates(tbl, col, attr):
         _need(tbl=tbl, col=col)
-        return run(store.build_date_taxonomy, tbl, col)
+        return run(store.build_date_taxonomy, tbl, col, attr=attr)
 
-    def build_flat(tbl, col):
+    def build_flat(tbl, col, attr):
         _need(tbl=tbl, col=col)
-        return run(store.build_flat_taxonomy, tbl, col)
+        return run(store.build_flat_taxonomy, tbl, col, attr=attr)
 
-    def check(tbl, col):
+    def check(tbl, col, attr):
         _need(tbl=tbl, col=col)
-        run(store.check_column, tbl, col)
+        run(store.check_column, tbl, col, attr=attr)
         return "ok"
 
     specs = [
         ("kanon_load_arx", load_arx, [_V, _V], _B),
-        ("__kanon_build_intervals", build_intervals, [_V, _V, _DOUBLE_LIST], _B),
-        ("__kanon_build_quantiles", build_quantiles, [_V, _V, _B], _B),
-        ("kanon_build_masking", build_masking, [_V, _V], _B),
-        ("kanon_build_dates", build_dates, [_V, _V], _B),
-        ("kanon_build_flat", build_flat, [_V, _V], _B),
-        ("kanon_check_taxonomy", check, [_V, _V], _V),
+        ("__kanon_build_intervals", build_intervals, [_V, _V, _DOUBLE_LIST, _V], _B),
+        ("__kanon_build_quantiles", build_quantiles, [_V, _V, _B, _V], _B),
+        ("__kanon_build_masking", build_masking, [_V, _V, _V], _B),
+        ("__kanon_build_dates", build_dates, [_V, _V, _V], _B),
+        ("__kanon_build_flat", build_flat, [_V, _V, _V], _B),
+        ("__kanon_check_taxonomy", check, [_V, _V, _V], _V),
     ]
     for name, fn, params, ret in specs:
         replace_function(con, name, fn, params, ret, side_effects=True, arrow=False)
     con.execute(
-        "CREATE OR REPLACE TEMP MACRO kanon_build_intervals(tbl, col) AS "
-        "__kanon_build_intervals(tbl, col, NULL::DOUBLE[]), "
-        "(tbl, col, widths) AS __kanon_build_intervals(tbl, col, widths::DOUBLE[])")
+        "CREATE OR REPLACE TEMP MACRO kanon_build_intervals(tbl, col, widths := NULL, attr := NULL) "
+        "AS __kanon_build_intervals(tbl, col, widths::DOUBLE[], attr::VARCHAR)")
     con.execute(
-        "CREATE OR REPLACE TEMP MACRO kanon_build_quantiles(tbl, col) AS "
-        "__kanon_build_quantiles(tbl, col, NULL::BIGINT), "
-        "(tbl, col, bins) AS __kanon_build_quantiles(tbl, col, bins::BIGINT)")
+        "CREATE OR REPLACE TEMP MACRO kanon_build_quantiles(tbl, col, bins := NULL, attr := NULL) "
+        "AS __kanon_build_quantiles(tbl, col, bins::BIGINT, attr::VARCHAR)")
+    for name in ("masking", "dates", "flat"):
+        con.execute(
+            f"CREATE OR REPLACE TEMP MACRO kanon_build_{name}(tbl, col, attr := NULL) "
+            f"AS __kanon_build_{name}(tbl, col, attr::VARCHAR)")
+    con.execute(
+        "CREATE OR REPLACE TEMP MACRO kanon_check_taxonomy(tbl, col, attr := NULL) "
+        "AS __kanon_check_taxonomy(tbl, col, attr::VARCHAR)")

@@ -25,6 +25,8 @@ class QIData:
     trees    list of TaxonomyIndex, one per categorical QI (NULL values map to the NULL leaf)
     num_names / cat_names: the column names, in the order of the array columns
     extra    dict of named per-row arrays an algorithm asked for (e.g. the sensitive attribute)
+    tree_attrs dict QI name -> kanon_taxonomy attr of the tree it used (taxonomy.store.
+             resolve_tree_attr); absent for the implicit flat tree or no tree
     """
     n: int
     num: np.ndarray
@@ -39,6 +41,7 @@ class QIData:
     extra: dict = field(default_factory=dict)
     num_trees: list = field(default_factory=list)  # optional interval trees for numeric QIs (lattice)
     num_leaf: np.ndarray | None = None  # int32 (n, dn) leaf ordinal in num_trees, when present
+    tree_attrs: dict = field(default_factory=dict)
 
     @property
     def dn(self) -> int:

@@ -10,8 +10,9 @@ a database:
 - Numeric QI ``c``: global range ``min(c_min) .. max(c_max)`` over the anonymized table (a NULL
   bound means "any value" and is read as that range); integer-valued when the raw column (else
   ``c_min``) has an integer type.
-- Categorical QI ``c``: its tree in ``kanon_taxonomy(attr, child, parent)``, or the implicit flat
-  tree ``value -> '*'`` over the raw table's distinct values.
+- Categorical QI ``c``: the tree its run used (``kanon_runs.qi_trees``; without a run record, the
+  tree ``taxonomy.store.resolve_tree_attr`` picks for the raw table, else the anonymized one), or
+  the implicit flat tree ``value -> '*'`` over the raw table's distinct values.
 
 Metadata is read through ``con.cursor()``; from inside a UDF that cursor cannot see the caller's
 TEMP tables or uncommitted changes.
@@ -26,6 +27,7 @@ from functools import cached_property
 from ..errors import DataError, UnknownObjectError, UnsupportedQueryError
 from ..sqlutil import resolve_table, table_columns
 from ..taxonomy import TaxonomyIndex, build_index, flat_index, read_edges
+from ..taxonomy.store import resolve_tree_attr, run_tree_attrs, taxonomy_attrs
 from .sqlgen import quote
 
 #: Columns the core adds to an anonymized table; never quasi-identifiers.
@@ -247,7 +249,8 @@ def resolve_context(con, anon_table: str, raw_table: str | None = None, columns=
         numeric_qi, categorical_qi = qi_from_run(cur, anon_cols, anon) or qi_fallback(cur, anon_cols)
         need = set(columns) if columns is not None else set(numeric_qi) | set(categorical_qi)
         numeric = _load_numeric(cur, anon, anon_cols, raw, raw_cols, sorted(numeric_qi & need))
-        categorical = {q: _load_categorical(cur, q, anon, anon_cols, raw, raw_cols)
+        trees = _tree_attrs(cur, anon, anon_cols, raw, sorted(categorical_qi & need))
+        categorical = {q: _load_categorical(cur, q, anon, anon_cols, raw, raw_cols, trees.get(q))
                        for q in sorted(categorical_qi & need)}
     finally:
         cur.close()
@@ -285,10 +288,27 @@ def _load_numeric(cur, anon, anon_cols, raw, raw_cols, names) -> dict:
     return out
 
 
-def _load_categorical(cur, q, anon, anon_cols, raw, raw_cols) -> CategoricalQI:
+def _tree_attrs(cur, anon, anon_cols, raw, names) -> dict:
+    """{lower QI name: tree attr} for the categorical QIs ``names``: the run's record, else the
+    resolution order for the raw table (else the anonymized one)."""
+    if not names:
+        return {}
+    if "kanon_run" in anon_cols and table_exists(cur, "kanon_runs"):
+        runs = cur.execute(f"SELECT max({quote(anon_cols['kanon_run'][0])}) FROM "
+                           f"{table_sql(anon)}").fetchall()
+        recorded = run_tree_attrs(cur, runs[0][0]) if runs and runs[0][0] is not None else None
+        if recorded is not None:
+            return {k.lower(): v for k, v in recorded.items()}
+    attrs = taxonomy_attrs(cur)
+    table = (raw or anon)[-1]
+    return {q: a for q in names
+            if (a := resolve_tree_attr(cur, anon_cols[q][0], table, None, attrs)) is not None}
+
+
+def _load_categorical(cur, q, anon, anon_cols, raw, raw_cols, attr=None) -> CategoricalQI:
     col_name, col_type = anon_cols[q]
     raw_type = raw_cols[q][1] if raw_cols is not None and q in raw_cols else col_type
-    edges = read_edges(cur, col_name) or (read_edges(cur, q) if q != col_name else [])
+    edges = read_edges(cur, attr) if attr is not None else []
     if edges:
         tree = build_index(col_name, edges)
     else:  # implicit flat tree over the raw table's values (else the labels seen)

@@ -1,5 +1,19 @@
 """Taxonomies as rows of the SQL table ``kanon_taxonomy(attr VARCHAR, child VARCHAR, parent VARCHAR)``.
 
+Which rows are the tree of a quasi-identifier is decided in ONE place, :func:`resolve_tree_attr`
+(every reader goes through it: encoding, the run record the SQL metrics read, the query
+rewrite, the ML utility, ``kanon_mapping``). For QI ``c`` of relation ``t`` the first of these
+``attr`` values that has rows wins:
+
+1. ``taxonomies[c]`` -- the tree a call names (``taxonomies := {'sex': 'sex_v2'}``); it must
+   exist (an error otherwise, never a silent fall-back);
+2. ``'<t>.<c>'`` -- the tree of that table's column (``t`` is the relation's own name, without
+   database or schema; a file path's name without directory and extension);
+3. ``'<c>'`` -- the tree of every column of that name (the historical key).
+
+None of them: the caller uses the implicit flat tree (value -> '*') or no tree. ``attr`` values
+match exactly, else case-insensitively (like DuckDB identifiers).
+
 A root row has ``parent IS NULL``; a node's children are ordered by insertion (rowid) order,
 which fixes the leaf order of the tree. Every function takes a DuckDB connection (or cursor);
 identifiers are quoted with ``sqlutil`` and values travel as parameters, never spliced into SQL.
@@ -9,13 +23,14 @@ name) and return the number of edges inserted.
 from __future__ import annotations
 
 import contextlib
+import os
 import uuid
 
 import duckdb
 import pyarrow as pa
 
 from ..errors import InvalidParameterError, TaxonomyError
-from ..sqlutil import quote_ident, resolve_column, resolve_table, table_columns
+from ..sqlutil import quote_ident, resolve_column, resolve_table, split_qualified, table_columns
 from . import builders
 from .tree import TaxonomyIndex, build_index
 
@@ -98,6 +113,115 @@ def read_index(con, attr: str) -> TaxonomyIndex | None:
     return build_index(attr, edges) if edges else None
 
 
+# --------------------------------------------------------------------------- which tree a QI uses
+
+def relation_name(table) -> str | None:
+    """The name a relation's per-table trees are keyed by: the last identifier of
+    'db.schema.t' (quotes removed), or the file name without directory and extensions for a
+    path ('data/people.parquet' -> 'people'); None for no name."""
+    if not isinstance(table, str) or not table.strip():
+        return None
+    text = table.strip()
+    if "/" in text or "\\" in text or "*" in text or text.lower().endswith(_FILE_ENDINGS):
+        base = os.path.basename(text.rstrip("/\\"))
+        return base.split(".")[0] or None
+    return split_qualified(text)[-1] or None
+
+
+_FILE_ENDINGS = (".parquet", ".csv", ".tsv", ".json", ".jsonl", ".ndjson", ".gz", ".zst", ".arrow")
+
+
+def taxonomy_attrs(con) -> list:
+    """Every distinct ``attr`` of kanon_taxonomy ([] without the table)."""
+    try:
+        return [r[0] for r in con.execute(
+            f"SELECT DISTINCT attr FROM {TABLE} WHERE attr IS NOT NULL").fetchall()]
+    except duckdb.CatalogException:
+        return []
+
+
+def _match(attrs, wanted: str):
+    if wanted in attrs:
+        return wanted
+    low = [a for a in attrs if a.lower() == wanted.lower()]
+    return low[0] if len(low) == 1 else None
+
+
+def check_taxonomies_param(taxonomies, qi) -> dict:
+    """Validate ``taxonomies`` (mapping QI -> attr, or None) against the QI list; returns a
+    dict keyed by the QIs' stored names. Unknown QIs and non-string values are errors."""
+    if taxonomies is None:
+        return {}
+    if isinstance(taxonomies, (list, tuple)):  # a MAP arriving as [(key, value)] pairs
+        taxonomies = dict(taxonomies)
+    if not isinstance(taxonomies, dict):
+        raise InvalidParameterError(
+            f"taxonomies must map QI names to kanon_taxonomy attr values, e.g. "
+            f"taxonomies := {{'sex': 'sex_v2'}}; got {taxonomies!r}")
+    lower = {q.lower(): q for q in qi}
+    out = {}
+    for key, attr in taxonomies.items():
+        if not isinstance(key, str) or (key not in qi and key.lower() not in lower):
+            raise InvalidParameterError(
+                f"taxonomies names '{key}', which is not a quasi-identifier of this call "
+                f"(qi: {', '.join(qi)})")
+        if not isinstance(attr, str) or not attr:
+            raise InvalidParameterError(
+                f"taxonomies['{key}'] must be a kanon_taxonomy attr value (a string), got {attr!r}")
+        out[key if key in qi else lower[key.lower()]] = attr
+    return out
+
+
+def resolve_tree_attr(con, column: str, table=None, taxonomies=None, attrs=None) -> str | None:
+    """The ``attr`` of the tree QI ``column`` of relation ``table`` uses (order in the module
+    docstring), or None. ``taxonomies``: the call's QI -> attr mapping (validated by
+    check_taxonomies_param); ``attrs``: the known attr values (taxonomy_attrs), to save a query
+    when resolving several QIs. Raises TaxonomyError when a named tree has no rows. O(#attrs)."""
+    attrs = taxonomy_attrs(con) if attrs is None else attrs
+    named = (taxonomies or {}).get(column)
+    if named is not None:
+        found = _match(attrs, named)
+        if found is None:
+            raise TaxonomyError(
+                f"taxonomies names the tree '{named}' for '{column}', but kanon_taxonomy has no "
+                f"rows with attr = '{named}'; build it (e.g. SELECT kanon_build_flat(tbl, "
+                f"'{column}', attr := '{named}')) or fix the name")
+        return found
+    rel = relation_name(table)
+    if rel is not None:
+        found = _match(attrs, f"{rel}.{column}")
+        if found is not None:
+            return found
+    return _match(attrs, column)
+
+
+def recorded_tree_attrs(con, qi, qi_trees, source) -> dict:
+    """QI -> tree attr of a kanon_runs row (its ``qi``, ``qi_trees``, ``source``): the trees the
+    run used, or, for a run recorded before ``qi_trees`` existed, the trees resolve_tree_attr
+    picks for its source now. QIs without a tree are absent."""
+    qi = list(qi or [])
+    if qi_trees is not None:
+        return {c: a for c, a in zip(qi, qi_trees) if a is not None}
+    attrs = taxonomy_attrs(con)
+    return {c: a for c in qi if (a := resolve_tree_attr(con, c, source, None, attrs)) is not None}
+
+
+def run_tree_attrs(con, run_id) -> dict | None:
+    """QI -> tree attr of run ``run_id`` of kanon_runs (None for an unknown run)."""
+    try:
+        rows = con.execute("SELECT qi, qi_trees, source FROM kanon_runs WHERE run_id = ?",
+                           [run_id]).fetchall()
+    except duckdb.Error:  # no kanon_runs (or one without qi_trees)
+        return None
+    return recorded_tree_attrs(con, *rows[0]) if rows else None
+
+
+def read_tree_of(con, column: str, table=None, taxonomies=None, attrs=None):
+    """(attr, TaxonomyIndex) of the tree QI ``column`` of ``table`` uses, or (None, None)."""
+    attr = resolve_tree_attr(con, column, table, taxonomies, attrs)
+    return (attr, read_index(con, attr)) if attr is not None else (None, None)
+
+
 def validate_coverage(index: TaxonomyIndex, values_with_counts) -> None:
     """Raise TaxonomyError if a data value is missing from the tree or is an internal node.
 
@@ -150,9 +274,10 @@ def column_value_counts(con, table: str, column: str) -> list:
 
 
 def check_column(con, table: str, column: str, attr: str | None = None) -> TaxonomyIndex:
-    """Validate that every value of ``table.column`` is a leaf of the tree of ``attr``."""
+    """Validate that every value of ``table.column`` is a leaf of the tree of ``attr`` (default:
+    the tree resolve_tree_attr picks for that table's column)."""
     qtable, col, _ = _column(con, table, column)
-    attr = attr or col
+    attr = attr or resolve_tree_attr(con, col, table) or col
     index = read_index(con, attr)
     if index is None:
         raise TaxonomyError(

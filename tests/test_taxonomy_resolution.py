@@ -1,0 +1,138 @@
+"""Which tree a QI uses: taxonomies := > '<table>.<column>' > '<column>' (taxonomy.store), recorded
+per run in kanon_runs.qi_trees and read back by the SQL metrics and the query rewrite."""
+import threading
+
+import pytest
+
+import kanon_duckdb
+from kanon_duckdb.anonymize import anonymize
+from kanon_duckdb.errors import InvalidParameterError, TaxonomyError
+from kanon_duckdb.taxonomy import store
+
+PATIENT_TREE = [("F", "FM"), ("M", "FM"), ("FM", "*"), ("X", "*"), ("*", None)]
+ADULT_TREE = [("Male", "*"), ("Female", "*"), ("*", None)]
+
+
+@pytest.fixture
+def con():
+    c = kanon_duckdb.connect()
+    c.execute("CREATE TABLE adult AS SELECT * FROM (VALUES (30, 'Male'), (31, 'Female'), "
+              "(32, 'Male'), (33, 'Female')) t(age, sex)")
+    c.execute("CREATE TABLE patients AS SELECT * FROM (VALUES (40, 'F'), (41, 'M'), (42, 'X'), "
+              "(43, 'F')) t(age, sex)")
+    store.insert_edges(c, "sex", ADULT_TREE)
+    store.insert_edges(c, "patients.sex", PATIENT_TREE)
+    yield c
+    c.close()
+
+
+def test_resolution_order(con):
+    store.insert_edges(con, "sex_v2", [("F", "*"), ("M", "*"), ("X", "*"), ("*", None)])
+    assert store.resolve_tree_attr(con, "sex", "adult") == "sex"
+    assert store.resolve_tree_attr(con, "sex", "patients") == "patients.sex"
+    assert store.resolve_tree_attr(con, "sex", "main.patients") == "patients.sex"
+    assert store.resolve_tree_attr(con, "sex", "data/patients.parquet") == "patients.sex"
+    assert store.resolve_tree_attr(con, "sex", "PATIENTS") == "patients.sex"  # like identifiers
+    assert store.resolve_tree_attr(con, "sex", "patients", {"sex": "sex_v2"}) == "sex_v2"
+    assert store.resolve_tree_attr(con, "age", "patients") is None
+    with pytest.raises(TaxonomyError, match="no rows with attr = 'nope'"):
+        store.resolve_tree_attr(con, "sex", "patients", {"sex": "nope"})
+
+
+def test_taxonomies_param_checked():
+    assert store.check_taxonomies_param({"SEX": "v2"}, ["age", "sex"]) == {"sex": "v2"}
+    assert store.check_taxonomies_param([("sex", "v2")], ["sex"]) == {"sex": "v2"}
+    with pytest.raises(InvalidParameterError, match="'zip', which is not a quasi-identifier"):
+        store.check_taxonomies_param({"zip": "v2"}, ["age", "sex"])
+    with pytest.raises(InvalidParameterError, match="must be a kanon_taxonomy attr"):
+        store.check_taxonomies_param({"sex": 3}, ["sex"])
+
+
+def _labels(con, tbl):
+    return sorted(r[0] for r in con.execute(f"SELECT DISTINCT sex FROM {tbl}").fetchall())
+
+
+def test_two_tables_same_column_own_trees(con):
+    con.execute("CREATE TABLE a2 AS FROM k_anonymize('adult', k := 2, qi := ['age', 'sex'])")
+    con.execute("CREATE TABLE p2 AS FROM k_anonymize('patients', k := 2, qi := ['age', 'sex'])")
+    # patients: classes {40 F, 41 M} -> FM, {42 X, 43 F} -> '*'
+    assert con.execute("SELECT age_min, age_max, sex, count(*) FROM p2 GROUP BY ALL ORDER BY 1"
+                       ).fetchall() == [(40, 41, "FM", 2), (42, 43, "*", 2)]
+    assert set(_labels(con, "a2")) <= {"Male", "Female", "*"}
+    assert con.execute("SELECT run_id, qi_trees FROM kanon_runs ORDER BY run_id").fetchall() == [
+        (1, [None, "sex"]), (2, [None, "patients.sex"])]
+    # sex NCP of p2 by hand: 2 rows at FM (2 of 3 leaves) + 2 rows at '*' (1), over 4 rows
+    loss = dict(con.execute("SELECT qi, ncp FROM kanon_qi_loss('p2')").fetchall())
+    assert loss["sex"] == pytest.approx((2 * 2 / 3 + 2 * 1.0) / 4)
+    # the run's own per-QI loss (Python) agrees with the SQL metric over its recorded tree
+    assert con.execute("SELECT qi_loss[2] FROM kanon_runs WHERE run_id = 2").fetchall()[0][0] \
+        == pytest.approx(loss["sex"])
+
+
+def test_named_tree_wins_and_metrics_follow_the_run(con):
+    store.insert_edges(con, "sex_v2", [("F", "*"), ("M", "*"), ("X", "*"), ("*", None)])
+    res = anonymize(con, "patients", k=2, qi=["age", "sex"], taxonomies={"sex": "sex_v2"})
+    assert res.data.tree_attrs == {"sex": "sex_v2"}
+    assert con.execute("SELECT qi_trees FROM kanon_runs WHERE run_id = ?",
+                       [res.run_id]).fetchall()[0][0] == [None, "sex_v2"]
+    # the tree of patients.sex changes later: the run's metrics still read sex_v2
+    store.insert_edges(con, "patients.sex", [("F", "*"), ("M", "*"), ("X", "*"), ("Z", "*"),
+                                             ("*", None)])
+    con.execute("CREATE TABLE out AS SELECT 0 AS age_min, 1 AS age_max, '*' AS sex, 0 AS ec, "
+                "false AS suppressed, ? AS kanon_run", [res.run_id])
+    assert con.execute("SELECT ncp FROM kanon_qi_loss('out') WHERE qi = 'sex'"
+                       ).fetchall()[0][0] == pytest.approx(1.0)
+    assert con.execute("SELECT label, ncp FROM kanon_label_ncp('out') ORDER BY label").fetchall() \
+        == [("*", 1.0), ("F", 0.0), ("M", 0.0), ("X", 0.0)]
+
+
+def test_run_recorded_before_qi_trees_resolves_for_its_source(con):
+    con.execute("CREATE TABLE p2 AS FROM k_anonymize('patients', k := 2, qi := ['age', 'sex'])")
+    con.execute("UPDATE kanon_runs SET qi_trees = NULL")
+    assert con.execute("SELECT cat_trees FROM (SELECT __kanon_meta('p2') AS m), "
+                       "LATERAL (SELECT m.cat_trees)").fetchall()[0][0] == ["patients.sex"]
+    assert store.run_tree_attrs(con, 1) == {"sex": "patients.sex"}
+
+
+def test_query_rewrite_uses_the_run_tree(con):
+    con.execute("CREATE TABLE p2 AS FROM k_anonymize('patients', k := 2, qi := ['age', 'sex'])")
+    est = con.execute("SELECT anon_estimate FROM query_error('SELECT count(*) FROM patients "
+                      "WHERE sex = ''F''', 'patients', 'p2')").fetchall()[0][0]
+    # class FM: 2 rows spread over F, M -> 1; class '*': 2 rows over F, M, X -> 2/3
+    assert est == pytest.approx(1 + 2 / 3)
+
+
+def test_builders_take_tree_names(con):
+    assert con.execute("SELECT kanon_build_flat('patients', 'sex', attr := 'flat_sex')"
+                       ).fetchall()[0][0] == 4
+    assert store.read_edges(con, "flat_sex") == [("F", "*"), ("M", "*"), ("X", "*"), ("*", None)]
+    con.execute("SELECT kanon_build_intervals('patients', 'age', [2], attr := 'patients.age')")
+    assert store.resolve_tree_attr(con, "age", "patients") == "patients.age"
+    assert con.execute("SELECT kanon_check_taxonomy('patients', 'sex')").fetchall()[0][0] == "ok"
+    with pytest.raises(Exception, match="missing from its taxonomy"):
+        con.execute("SELECT kanon_check_taxonomy('patients', 'sex', attr := 'sex')").fetchall()
+
+
+def test_concurrent_cursors_keep_their_trees(con):
+    out, errors = {}, []
+
+    def run(tbl):
+        cur = con.cursor()
+        try:
+            out[tbl] = cur.execute(f"SELECT DISTINCT sex FROM k_anonymize('{tbl}', k := 2, "
+                                   f"qi := ['age', 'sex'])").fetchall()
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+        finally:
+            cur.close()
+
+    threads = [threading.Thread(target=run, args=(t,)) for t in ("adult", "patients") * 2]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert {r[0] for r in out["patients"]} == {"FM", "*"}
+    assert {r[0] for r in out["adult"]} <= {"Male", "Female", "*"}
+    trees = con.execute("SELECT source, qi_trees[2] FROM kanon_runs").fetchall()
+    assert sorted(set(trees)) == [("adult", "sex"), ("patients", "patients.sex")]
