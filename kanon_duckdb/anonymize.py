@@ -16,6 +16,7 @@ from .errors import InfeasibleError, InvalidParameterError
 from .generalize import Generalized, generalize, per_qi_loss
 from .runs import record_run
 from .taxonomy.store import check_taxonomies_param
+from .warmup import compile_notice
 
 
 @dataclass(frozen=True)
@@ -102,11 +103,12 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
             raise UnknownObjectError(f"column '{c}' does not exist in table {table!r}")
         extra.append(c)
     taxonomies = check_taxonomies_param(taxonomies, plan.qi)
-    rowid, data = encode(con, plan, extra_columns=extra, need_num_trees=algorithm.needs_num_trees,
-                         taxonomies=taxonomies)
-    check_k(k, data.n)
-    part = algorithm.run(data, k, seed, params, progress)
-    g = generalize(data, part)
+    with compile_notice(algorithm.name):  # says so when numba compiles (first use only)
+        rowid, data = encode(con, plan, extra_columns=extra,
+                             need_num_trees=algorithm.needs_num_trees, taxonomies=taxonomies)
+        check_k(k, data.n)
+        part = algorithm.run(data, k, seed, params, progress)
+        g = generalize(data, part)
     _verify(g, k)
     elapsed = time.perf_counter() - t0
     run_id = 0

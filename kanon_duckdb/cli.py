@@ -412,6 +412,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "get a flat tree")
     a.add_argument("--hierarchy-delimiter", default=";", help="delimiter of hierarchy files (;)")
 
+    w = sub.add_parser("warmup", help="compile the numba kernels ahead of time",
+                       description="Compile (or load from numba's cache) the kernels of the given "
+                                   "algorithms by running each once on a small synthetic table, "
+                                   "so the first real run does not pay for compiling.")
+    w.add_argument("--algos", type=_csv_list, default=None,
+                   help="comma-separated algorithms (default: all)")
+
     r = sub.add_parser("report", help="metrics and plots (kanon_duckdb.report)", add_help=False)
     r.add_argument("args", nargs=argparse.REMAINDER)
 
@@ -448,6 +455,10 @@ def main(argv=None) -> int:
             return run_anonymize(args)
         if args.command == "report":
             return run_report(args.args)
+        if args.command == "warmup":
+            from .warmup import warmup
+            warmup(args.algos, out=sys.stdout)
+            return 0
         if args.command == "bench":
             return run_bench(args)
     except CliError as exc:

@@ -11,9 +11,6 @@ from __future__ import annotations
 import os
 import sys
 import time
-from pathlib import Path
-
-from .table_format import format_table
 
 DEFAULT_QI = ["age", "education_num", "workclass", "marital_status", "occupation", "race", "sex",
               "native_country"]
@@ -50,33 +47,6 @@ def k_anonymize_sql(table: str, k: int, algo: str, qi, seed: int = 0, params=Non
     return "FROM k_anonymize(" + ", ".join(args) + ")"
 
 
-def numba_cache_cold(algo: str = "mondrian") -> bool:
-    """Cheap guess whether the numba kernels of ``algo`` still need compiling.
-
-    True when no numba cache index (``*.nbi``) exists next to the algorithm's modules (nor under
-    ``NUMBA_CACHE_DIR`` when that is set). A stale cache (edited sources) is not detected.
-    """
-    try:
-        from .algorithms import get_algorithm
-        module = sys.modules.get(get_algorithm(algo).run.__module__)
-        pkg_dir = Path(module.__file__).resolve().parent if module else None
-    except Exception:  # noqa: BLE001 - a guess only
-        pkg_dir = None
-    pkg_dir = pkg_dir or Path(__file__).resolve().parent / "algorithms"
-    if any((pkg_dir / "__pycache__").glob("*.nbi")):
-        return False
-    try:
-        from numba.core.config import CACHE_DIR
-    except ImportError:  # pragma: no cover
-        CACHE_DIR = ""
-    if CACHE_DIR:
-        for _ in Path(CACHE_DIR).rglob(f"*{pkg_dir.name}*/*.nbi"):
-            return False
-        for _ in Path(CACHE_DIR).rglob("_kernels*.nbi"):
-            return False
-    return True
-
-
 def _warm_up(con, algo: str, qi) -> None:
     """Load (or compile) the kernels on a small sample so the timed runs measure anonymization."""
     con.execute("CREATE OR REPLACE TABLE __kanon_demo_warmup AS FROM adult LIMIT 500")
@@ -85,6 +55,30 @@ def _warm_up(con, algo: str, qi) -> None:
     finally:
         con.execute("DROP TABLE IF EXISTS __kanon_demo_warmup")
         con.execute("DELETE FROM kanon_runs WHERE source LIKE '%__kanon_demo_warmup%'")
+
+
+class StreamTable:
+    """A box table printed row by row (each row as soon as it is known), right-aligned cells."""
+
+    def __init__(self, columns, widths, out):
+        self.widths = [max(w, len(c)) for c, w in zip(columns, widths)]
+        self.out = out
+        self._line("┌", "┬", "┐")
+        self._cells(columns)
+        self._line("├", "┼", "┤")
+
+    def _line(self, left, mid, right):
+        print(left + mid.join("─" * (w + 2) for w in self.widths) + right, file=self.out, flush=True)
+
+    def _cells(self, values):
+        print("│" + "│".join(f" {v!s:>{w}} " for v, w in zip(values, self.widths)) + "│",
+              file=self.out, flush=True)
+
+    def row(self, values):
+        self._cells(values)
+
+    def close(self):
+        self._line("└", "┴", "┘")
 
 
 def _has_macro(con, name: str) -> bool:
@@ -133,11 +127,11 @@ def run_demo(*, algo: str = "mondrian", ks=None, qi=None, db=None, out=None, par
         n = load_example(con, "adult")
         n = n if isinstance(n, int) else con.execute("SELECT count(*) FROM adult").fetchall()[0][0]
         print(f"Adult: {n:,} rows; algo {algo}; QIs {', '.join(qi)}", file=out, flush=True)
-        if numba_cache_cold(algo):
-            print("compiling kernels, first run only…", file=out, flush=True)
-        # load (or compile) the kernels on a small sample: the timed runs measure anonymization
+        # load (or compile: the kanon_duckdb logger says so) the kernels on a small sample, so
+        # the timed runs measure anonymization
         _warm_up(con, algo, qi)
-        rows = []
+        table = StreamTable(["k", "classes", "GCP %", "DM", "C_avg", "seconds"],
+                            [5, 8, 7, 12, 7, 8], out)
         for k in ks:
             name = f"adult_{algo}_k{k}"
             t0 = time.perf_counter()
@@ -146,10 +140,10 @@ def run_demo(*, algo: str = "mondrian", ks=None, qi=None, db=None, out=None, par
                             f"{k_anonymize_sql('adult', k, algo, qi, seed, params)}")
             seconds = time.perf_counter() - t0
             classes, gcp, dm, cavg = measure(con, name)
-            rows.append((k, classes, f"{100 * gcp:.2f}", dm, f"{cavg:.2f}", f"{seconds:.3f}"))
-        print(format_table(["k", "classes", "GCP %", "DM", "C_avg", "seconds"], rows,
-                           align="rrrrrr", footer=False, style="box", max_width=200), file=out)
+            table.row((k, classes, f"{100 * gcp:.2f}", dm, f"{cavg:.2f}", f"{seconds:.3f}"))
+        table.close()
         if report_dir:
+            print("writing the report (metrics, plots, HTML)...", file=out, flush=True)
             _write_report(con, algo, ks, qi, seed, report_dir, out)
         total = time.perf_counter() - t_start
         where = f"in {db}" if db else "in memory"

@@ -47,6 +47,8 @@ def register(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
         getattr(mod, fn_name)(con)
     for f in sql_files():
         con.execute(f.read_text())
+    from .warmup import preload_in_background
+    preload_in_background()  # numba and the default kernels, so the first call is quick
     return con
 
 

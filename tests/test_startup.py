@@ -1,4 +1,6 @@
 """Start-up: connect() imports nothing heavy; the shipped Adult files equal a fresh build."""
+import logging
+import os
 import subprocess
 import sys
 from importlib import resources
@@ -13,7 +15,9 @@ def test_connect_and_load_example_import_no_numba_sqlglot_pandas():
             "con = kanon_duckdb.connect(); kanon_duckdb.load_example(con)\n"
             "print(sorted(m for m in ('numba', 'sqlglot', 'pandas', 'scipy', 'sklearn') "
             "if m in sys.modules)); con.close()\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    env = {**os.environ, "KANON_DUCKDB_PRELOAD": "0"}  # the background preload imports numba
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env=env)
     assert out.stdout.strip().splitlines()[0] == "[]"
 
 
@@ -43,3 +47,38 @@ def test_load_example_refuses_a_value_missing_from_its_tree():
     with pytest.raises(TaxonomyError, match="workclass='Astronaut'"):
         ex._check_adult_coverage(con)
     con.close()
+
+
+def test_compile_notice_logs_once_when_numba_compiles(caplog):
+    import numba
+
+    from kanon_duckdb.warmup import compile_notice
+
+    @numba.njit
+    def twice(x):
+        return 2 * x
+
+    @numba.njit
+    def thrice(x):
+        return 3 * x
+
+    with caplog.at_level(logging.WARNING, logger="kanon_duckdb"), compile_notice("demo_algo"):
+        assert twice(2) == 4 and thrice(1.5) == 4.5
+    notes = [r.getMessage() for r in caplog.records if "compiling" in r.getMessage()]
+    assert notes == [notes[0]] and notes[0].startswith("compiling demo_algo kernels, first use only")
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="kanon_duckdb"), compile_notice("demo_algo"):
+        assert twice(3) == 6  # compiled already: silent
+    assert not caplog.records
+
+
+def test_warmup_runs_each_named_algorithm_and_refuses_unknown_ones():
+    import pytest
+
+    from kanon_duckdb.errors import InvalidParameterError
+    from kanon_duckdb.warmup import warmup
+
+    times = warmup(["mondrian"])
+    assert list(times) == ["mondrian"] and times["mondrian"] > 0
+    with pytest.raises(InvalidParameterError, match="unknown algo 'nosuch'"):
+        warmup(["nosuch"])

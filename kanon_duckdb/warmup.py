@@ -1,0 +1,153 @@
+"""numba compile notices and ahead-of-time warm-up.
+
+Kernels are compiled on first use and cached on disk (``cache=True`` in ``_numba_config``), so
+only the first run of an algorithm on a machine pays for compiling (tens of seconds per family).
+
+- :func:`compile_notice` wraps a run: when numba starts compiling anything inside it (a cache
+  miss; loading from the cache is silent), it logs once, on the ``kanon_duckdb`` logger at
+  WARNING level (Python prints it to stderr when logging is not configured):
+  ``compiling mondrian kernels, first use only (about 30-60 s)...``.
+- :func:`warmup` compiles (or loads) the kernels of the given algorithms ahead of time by running
+  each once on a small synthetic table through the same SQL path as real calls
+  (``kanon-duckdb warmup [--algos ...]``).
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+
+log = logging.getLogger("kanon_duckdb")
+
+# one warm-up table: integer, float and categorical QIs with NULLs, 400 rows
+_WARMUP_ROWS = 400
+_WARMUP_SQL = f"""
+CREATE OR REPLACE TABLE __kanon_warmup AS
+SELECT (i % 70 + 17)::INTEGER AS age,
+       CASE WHEN i % 53 = 0 THEN NULL ELSE (i * 7 % 1000) / 10.0 END::DOUBLE AS score,
+       ['a', 'b', 'c', 'd', 'e'][i % 5 + 1] AS grp,
+       CASE WHEN i % 41 = 0 THEN NULL ELSE ['x', 'y', 'z'][i % 3 + 1] END AS kind,
+       (i % 2)::VARCHAR AS label
+FROM range({_WARMUP_ROWS}) t(i)
+"""
+_WARMUP_QI = ["age", "score", "grp", "kind"]
+
+
+def _notice_listener(label: str):
+    """A numba 'compile' event listener (numba.core.event.Listener) that logs once."""
+    from numba.core import event
+
+    class Notice(event.Listener):
+        def __init__(self):
+            self.said = False
+            self.lock = threading.Lock()
+
+        def on_start(self, _event):
+            with self.lock:
+                if self.said:
+                    return
+                self.said = True
+            log.warning("compiling %s kernels, first use only (about 30-60 s; "
+                        "`kanon-duckdb warmup` does it ahead of time)...", label)
+
+        def on_end(self, _event):
+            return None
+
+    return Notice()
+
+
+@contextlib.contextmanager
+def compile_notice(label: str):
+    """Log ``compiling <label> kernels, first use only...`` if numba compiles inside the block."""
+    from numba.core import event
+
+    listener = _notice_listener(label)
+    event.register("numba:compile", listener)
+    try:
+        yield listener
+    finally:
+        event.unregister("numba:compile", listener)
+
+
+def warmup(algos=None, out=None) -> dict:
+    """Compile (or load from the cache) the kernels of ``algos`` (default: all) ahead of time.
+
+    Runs ``k_anonymize`` once per algorithm on a 400-row synthetic table (integer, float and
+    categorical QIs with NULLs) in a private in-memory database. Returns {algo: seconds}.
+    """
+    from . import connect
+    from .algorithms import get_algorithm, registry
+
+    names = [get_algorithm(a).name for a in algos] if algos else sorted(registry())
+    con = connect()
+    times = {}
+    try:
+        con.execute(_WARMUP_SQL)
+        qi = "[" + ", ".join(f"'{c}'" for c in _WARMUP_QI) + "]"
+        for name in names:
+            params = ", sensitive := 'label'" if name == "info2means" else ""
+            t0 = time.perf_counter()
+            con.execute(f"SELECT count(*) FROM k_anonymize('__kanon_warmup', k := 5, "
+                        f"algo := '{name}', qi := {qi}{params})").fetchall()
+            times[name] = time.perf_counter() - t0
+            if out is not None:
+                print(f"{name}: ready ({times[name]:.1f} s)", file=out, flush=True)
+    finally:
+        con.close()
+    return times
+
+
+_preload_thread = None
+
+
+def preload_in_background() -> None:
+    """Import the algorithm stack and initialise numba in a background thread, once per process.
+
+    Called by ``connect()``/``register()`` so the first ``k_anonymize`` of a new process does
+    not wait for importing numba, initialising its compiler and loading cached kernels (about
+    1-2 s). Only kernels already in numba's cache are loaded (nothing is compiled here). Set
+    ``KANON_DUCKDB_PRELOAD=0`` to turn it off. The thread is not a daemon: interpreter exit waits
+    for it (at most the import time).
+    """
+    global _preload_thread
+    import os
+    if _preload_thread is not None or os.environ.get("KANON_DUCKDB_PRELOAD", "1") == "0":
+        return
+    _preload_thread = threading.Thread(target=_preload, name="kanon-preload")
+    _preload_thread.start()
+
+
+def _preload() -> None:
+    try:
+        import numpy as np
+        import pyarrow as pa
+
+        pa.array(np.zeros(1))  # pyarrow imports pandas on its first conversion
+        from . import anonymize  # noqa: F401 - numba, encoding, generalize
+        from .algorithms import registry
+        from .taxonomy._lca import lca_of_range
+        registry()
+        from .algorithms.mondrian import _kernels
+        if all(_cached(d) for d in (lca_of_range, *_dispatchers(_kernels))):
+            # the default algorithm's kernels are in the cache: load them (this also initialises
+            # numba's target context, about 1 s on its own)
+            warmup(["mondrian"])
+    except Exception:  # noqa: BLE001 - an optimisation only; the real call reports errors
+        log.debug("kanon_duckdb preload failed", exc_info=True)
+
+
+def _dispatchers(module):
+    """The numba dispatchers defined in ``module``."""
+    from numba.core.dispatcher import Dispatcher
+    return [v for v in vars(module).values()
+            if isinstance(v, Dispatcher) and v.py_func.__module__ == module.__name__]
+
+
+def _cached(dispatcher) -> bool:
+    """True when numba's on-disk cache holds an entry for ``dispatcher``."""
+    import os
+    try:
+        return os.path.exists(dispatcher._cache._cache_file._index_path)
+    except AttributeError:  # numba internals changed: just call it
+        return True
