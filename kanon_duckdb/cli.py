@@ -241,7 +241,8 @@ def _is_interrupt(exc) -> bool:
     except ImportError:  # pragma: no cover
         pass
     msg = str(exc)
-    return "KeyboardInterrupt" in msg or "Query interrupted" in msg or "INTERRUPT Error" in msg
+    return ("KeyboardInterrupt" in msg or "Query interrupted" in msg or "INTERRUPT Error" in msg
+            or "RunInterrupted" in msg or "was interrupted" in msg)
 
 
 def _cleanup(con, created, tmp_path) -> None:

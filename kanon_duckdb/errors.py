@@ -32,3 +32,7 @@ class UnsupportedQueryError(KanonError):
 class ConcurrentChangeError(KanonError):
     """The source table changed while k_anonymize ran (or the run's row state was dropped);
     running it again is the fix."""
+
+
+class RunInterrupted(KanonError):
+    """The run was stopped by ``con.interrupt()`` or Ctrl-C; nothing was written or recorded."""

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import duckdb
 
+from .interrupt import install_sigint_handler
 from .runs import ensure_runs_table
 
 # UDF modules (in udfs/, shipped as kanon_duckdb.udfs) and their register functions, in order.
@@ -35,7 +36,10 @@ def sql_files():
 
 
 def register(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
-    """Create the kanon tables if absent and (re)register all functions and macros on ``con``."""
+    """Create the kanon tables if absent and (re)register all functions and macros on ``con``.
+
+    Also lets ``con.interrupt()`` and Ctrl-C stop a running anonymization (``interrupt``)."""
+    install_sigint_handler()
     ensure_runs_table(con)
     for mod_name, fn_name in _UDF_MODULES:
         try:

@@ -49,6 +49,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numba
 import numpy as np
 
+from ... import interrupt
 from ..._numba_config import njit
 from ..base import Partition, QIData
 from ._ncp import (add_record, build_ncp_data, clear_cluster, cluster_ncp, ncp_with, new_stats,
@@ -262,15 +263,16 @@ class Stopped(Exception):
     """Raised inside a worker thread when the run was interrupted."""
 
 
-def _make_stars(init_star, seeds, progress_each):
+def _make_stars(init_star, seeds, progress_each, progress=None):
     """Build one star per seed, concurrently (the kernels release the GIL; one star per core).
 
-    init_star(rng, should_stop) -> labels. Ctrl-C stops the workers at their next chunk boundary.
+    init_star(rng, should_stop) -> labels. Ctrl-C, or an interruption of the run of ``progress``
+    (``kanon_duckdb.interrupt``), stops the workers at their next chunk boundary.
     """
     stop = threading.Event()
 
     def should_stop():
-        return stop.is_set()
+        return stop.is_set() or interrupt.requested(progress)
 
     def work(sd):
         if stop.is_set():
@@ -278,14 +280,14 @@ def _make_stars(init_star, seeds, progress_each):
         return dense_labels(init_star(np.random.default_rng(sd), should_stop))
 
     workers = max(1, min(len(seeds), numba.get_num_threads()))
-    if workers == 1:
-        out = []
-        for sd in seeds:
-            out.append(work(sd))
-            progress_each()
-        return out
-    pool = ThreadPoolExecutor(max_workers=workers)
+    pool = ThreadPoolExecutor(max_workers=workers) if workers > 1 else None
     try:
+        if pool is None:
+            out = []
+            for sd in seeds:
+                out.append(work(sd))
+                progress_each()
+            return out
         futs = [pool.submit(work, sd) for sd in seeds]
         out = []
         for f in futs:
@@ -294,9 +296,11 @@ def _make_stars(init_star, seeds, progress_each):
         return out
     except BaseException:
         stop.set()
+        interrupt.check(progress)  # an interrupted run reports RunInterrupted, not Stopped
         raise
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def black_hole_search(ds, n, d, k, rng, init_star, n_stars, iterations, max_size, progress):
@@ -318,7 +322,7 @@ def black_hole_search(ds, n, d, k, rng, init_star, n_stars, iterations, max_size
     def seeds(m):
         return [int(x) for x in rng.integers(0, 2**63 - 1, size=m)]
 
-    made = _make_stars(init_star, seeds(n_stars), tick)
+    made = _make_stars(init_star, seeds(n_stars), tick, progress)
     stars = [lab for lab, _ in made]
     counts = [C for _, C in made]
     fits = [fitness(ds, lab, C, k, d) for lab, C in made]
@@ -359,7 +363,7 @@ def black_hole_search(ds, n, d, k, rng, init_star, n_stars, iterations, max_size
                 swallowed.append(s)
         if swallowed:
             for s, (lab, C) in zip(swallowed, _make_stars(init_star, seeds(len(swallowed)),
-                                                          lambda: None)):
+                                                          lambda: None, progress)):
                 stars[s], counts[s] = lab, C
                 fits[s] = fitness(ds, lab, C, k, d)
                 n_swallowed += 1

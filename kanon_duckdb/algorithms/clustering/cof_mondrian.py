@@ -106,7 +106,7 @@ def subset(data: QIData, rows: np.ndarray) -> QIData:
 def run(data: QIData, k: int, seed: int, params: dict, progress=no_progress) -> Partition:
     threshold = float(params["cof_threshold"])
     n_neighbors = max(int(params["cof_neighbors"]), 1)
-    ec = partition_rows(data, k).astype(np.int64)
+    ec = partition_rows(data, k, progress=progress).astype(np.int64)
     progress(0.3)
     ds = build_ncp_data(data)
     cof = cof_scores(ds, ec, n_neighbors, lambda f: progress(0.3 + 0.5 * f))
@@ -116,7 +116,7 @@ def run(data: QIData, k: int, seed: int, params: dict, progress=no_progress) -> 
     info = {"cof_threshold": threshold, "cof_neighbors": n_neighbors, "n_outliers": int(out.size),
             "mondrian_classes": C, "outlier_classes": 0}
     if out.size >= k:
-        sub_ec = partition_rows(subset(data, out), k).astype(np.int64)
+        sub_ec = partition_rows(subset(data, out), k, progress=progress).astype(np.int64)
         ec[out] = C + sub_ec
         info["outlier_classes"] = int(sub_ec.max()) + 1
         info["outlier_handling"] = "anonymized as a separate data set (Mondrian)"

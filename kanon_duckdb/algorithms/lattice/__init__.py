@@ -23,6 +23,7 @@ from __future__ import annotations
 import time
 
 from ...errors import InfeasibleError
+from ... import interrupt
 from ..base import Algorithm, Partition, QIData, no_progress
 from . import datafly, kgen, optimal, random_search
 from .checker import LOSSES, NodeChecker
@@ -41,6 +42,7 @@ def run_search(name: str, search, data: QIData, k: int, seed: int, params: dict,
     space = build_space(data)
     ms = params.get("max_suppression")
     ch = NodeChecker(space, k, 0.0 if ms is None else ms, _loss_name(params))
+    ch.poll = lambda: interrupt.check(progress)  # every node grouped by a kernel polls Ctrl-C
     levels, stats = search(ch, params, seed, progress)
     if levels is None:
         raise InfeasibleError(

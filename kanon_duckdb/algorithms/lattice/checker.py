@@ -66,6 +66,7 @@ class NodeChecker:
         self.n_evaluated = 0      # nodes grouped by a kernel
         self.n_rows_grouped = 0   # input classes fed to the kernels
         self.n_checks = 0
+        self.poll = lambda: None  # called before every kernel grouping (interruption check)
         self._dense = np.full(_DENSE_MAX, -1, dtype=np.int32)
         hsize = 1
         while hsize < 2 * self.n + 2:
@@ -137,6 +138,7 @@ class NodeChecker:
 
     def _group(self, levels):
         """(rep, cnt) class table of a node, rolled up from the smallest cached node below it."""
+        self.poll()
         lv = np.asarray(levels, dtype=np.int64)
         ok = (self._ckeys <= lv).all(axis=1)
         self.n_evaluated += 1

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import interrupt
 from ..base import Algorithm, Partition, QIData, no_progress
 from ...taxonomy._lca import lca_nodes
 from ._kernels import mondrian_partition
@@ -39,19 +40,22 @@ def stack_dimensions(data: QIData):
     return X, scale, tree_of
 
 
-def _partition(data: QIData, k: int, leaf_order_fallback: bool):
+def _partition(data: QIData, k: int, leaf_order_fallback: bool, progress=no_progress):
     X, scale, tree_of = stack_dimensions(data)
     trees = data.cat_arrays()
     leaf_node, leaf_off, parent, leaf_hi, n_leaves, node_off, sub_height, _leaf_lo = trees
     ec, lo, hi = mondrian_partition(X, int(k), scale, tree_of, leaf_node, leaf_off, parent,
                                     leaf_hi, n_leaves, sub_height, node_off,
-                                    bool(leaf_order_fallback))
+                                    bool(leaf_order_fallback), interrupt.stop_flag(progress))
+    interrupt.check(progress)
     return ec, lo, hi, trees
 
 
-def partition_rows(data: QIData, k: int, leaf_order_fallback: bool = LEAF_ORDER_FALLBACK) -> np.ndarray:
-    """Class id per row (int64 (n,)) of strict Mondrian on all QIs of ``data``."""
-    return _partition(data, k, leaf_order_fallback)[0]
+def partition_rows(data: QIData, k: int, leaf_order_fallback: bool = LEAF_ORDER_FALLBACK,
+                   progress=no_progress) -> np.ndarray:
+    """Class id per row (int64 (n,)) of strict Mondrian on all QIs of ``data``; stops with
+    ``RunInterrupted`` when the run of ``progress`` is interrupted."""
+    return _partition(data, k, leaf_order_fallback, progress)[0]
 
 
 def run(data: QIData, k: int, seed: int, params: dict, progress=no_progress) -> Partition:
@@ -59,7 +63,7 @@ def run(data: QIData, k: int, seed: int, params: dict, progress=no_progress) -> 
     min/max (NaN = NULL range when the class holds a NULL, encoded below the global minimum)
     and the LCA of each class's smallest and largest leaf. Same values as the generic
     ``generalize`` pass, without its scatter over rows."""
-    ec, lo, hi, trees = _partition(data, k, LEAF_ORDER_FALLBACK)
+    ec, lo, hi, trees = _partition(data, k, LEAF_ORDER_FALLBACK, progress)
     leaf_node, leaf_off, parent, leaf_hi, _nl, node_off, _sub, _leaf_lo = trees
     dn = data.dn
     num_lo = lo[:, :dn].copy()

@@ -365,12 +365,14 @@ CHUNKS = 64  # segments of one round are handed out in this many blocks, each wi
 
 @njit_parallel
 def mondrian_partition(W, k, scale, tree_of, leaf_node, leaf_off, parent, leaf_hi, n_leaves, sub_height,
-                       node_off, leaf_order_fallback):
+                       node_off, leaf_order_fallback, stop):
     """Strict Mondrian. W (n, d) IN, permuted in place (scratch). Returns (ec int64 (n,), classes
     numbered 0..C-1; lo, hi float64 (C, d): per class and dimension the smallest and largest
     value of W, read from the class's contiguous block, so no scatter pass is needed).
 
-    Every class has at least k rows (requires n >= k).
+    Every class has at least k rows (requires n >= k). ``stop`` is the run's uint8[1] interrupt
+    flag (``kanon_duckdb.interrupt``): when set, the kernel returns early with a partial result
+    that the caller discards.
     """
     n = W.shape[0]
     d = W.shape[1]
@@ -384,6 +386,8 @@ def mondrian_partition(W, k, scale, tree_of, leaf_node, leaf_off, parent, leaf_h
     fin_e = np.empty(n // k + 1, dtype=np.int64)
     n_fin = 0
     while seg_s.size > 0:
+        if stop[0] != 0:
+            break
         m = seg_s.size
         split = np.empty(m, dtype=np.int64)
         n_chunks = min(m, CHUNKS)
