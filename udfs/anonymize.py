@@ -16,13 +16,7 @@ import threading
 import numpy as np
 import pyarrow as pa
 
-<<<<<<< HEAD
-=======
-from kanon_duckdb.anonymize import anonymize
-from kanon_duckdb.errors import ConcurrentChangeError
-from kanon_duckdb.encoding import plan_qis
 from kanon_duckdb import interrupt
->>>>>>> d941255 (Interruption reaches the kernels: kanon_duckdb/interrupt.py (one place) gives each run a uint8[1] stop flag carried by its progress callback; con.interrupt() (wrapped once) raises the flag of the runs of that connection and its cursors, Ctrl-C (SIGINT handler installed by register on the main thread) of every run. Progress reports raise RunInterrupted; lattice NodeChecker polls before every node grouping; black-hole star workers poll via should_stop. Kernel change kept to one check: mondrian_partition takes a 'stop' flag and breaks out of its round loop (perf: please keep the argument); kab/kmember kernels untouched (they already return to Python between chunks). Tests: tests/test_interrupt.py (every registered algorithm honours the flag; con.interrupt() stops kab iterations=1e6 and kmember on 40k rows within 2 s, no run row, no output table))
 from kanon_duckdb import progress as _progress
 from kanon_duckdb.errors import ConcurrentChangeError
 
