@@ -35,8 +35,14 @@ One numeric axis per QI, shared by generalized values and raw values:
   anonymizer uses when there is none) are numbered depth-first, so every node covers a
   contiguous range of leaf ordinals ``[lo, hi]``; a generalized label is encoded as ``(lo + hi)
   / 2`` and a raw leaf as its ordinal. NULL is encoded as the root's midpoint.
-- non-QI, non-label columns: numeric as is, categorical as the leaf ordinal of their taxonomy if
-  they have one, else the rank of the value among the sorted distinct values.
+- non-QI, non-label columns (only with ``features := 'all'``): numeric as is, categorical as the
+  leaf ordinal of their taxonomy if they have one, else the rank of the value among the sorted
+  distinct values.
+
+Features (``features := 'qi'``, the default): the classifiers see only the published QIs, so the
+scores measure what anonymization did to them. ``features := 'all'`` adds every other non-label
+column, which anonymization leaves untouched: on Adult (fnlwgt, capital gain, hours per week, ...)
+they carry much of the signal and hide the effect of anonymization (the README shows both).
 
 ``encoding := 'onehot'`` instead spreads each categorical column over one indicator per leaf: a
 raw leaf is a one-hot vector, a generalized label puts ``1 / leaves(node)`` on each leaf under it
@@ -66,6 +72,7 @@ from .taxonomy.tree import build_index
 DEFAULT_MODELS = ("knn", "svm", "rf", "nb")
 MODEL_NAMES = ("knn", "svm", "rf", "nb", "dt", "lr")
 ENCODINGS = ("ordinal", "onehot")
+FEATURES = ("qi", "all")
 MIN_GROUPS = 20
 # Columns k_anonymize adds; never features.
 _ANON_EXTRA = ("ec", "ec_size", "suppressed", "kanon_run")
@@ -330,11 +337,13 @@ def _numeric(arr) -> np.ndarray:
     return a.to_numpy(zero_copy_only=False).astype(np.float64)
 
 
-def encode_features(con, plan: UtilityPlan, raw: pa.Table, anon: pa.Table, encoding: str):
-    """Feature matrices (X_raw, X_anon) on shared axes and their column names."""
+def encode_features(con, plan: UtilityPlan, raw: pa.Table, anon: pa.Table, encoding: str,
+                    features: str = "qi"):
+    """Feature matrices (X_raw, X_anon) on shared axes and their column names; ``features`` 'qi'
+    (the QIs only) or 'all' (the QIs and every non-label pass-through column)."""
     onehot = encoding == "onehot"
     xr, xa, names = [], [], []
-    features = [c for c in plan.passthrough if c != plan.label]
+    features = [c for c in plan.passthrough if c != plan.label] if features == "all" else []
     for c in features:
         if c in plan.numeric_pass:
             r, a = _numeric(raw.column(c)), _numeric(anon.column(c))
@@ -366,7 +375,8 @@ def encode_features(con, plan: UtilityPlan, raw: pa.Table, anon: pa.Table, encod
         xa.append(_encode_tree_column(anon.column(c), tree, c, onehot, leaves_only=False))
         names.extend([c] if not onehot else [f"{c}={lab}" for lab in tree.leaf_labels()])
     if not xr:
-        raise InvalidParameterError("no feature columns: the tables hold only the label")
+        raise InvalidParameterError("no feature columns: the tables hold only the label"
+                                    + (" (and features := 'qi' found no QI)" if features == [] else ""))
     return np.hstack(xr), np.hstack(xa), names
 
 
@@ -393,7 +403,7 @@ def _scores(y_true, y_pred, positive):
     return acc, f1
 
 
-def _validate(models, seed, test_fraction, encoding):
+def _validate(models, seed, test_fraction, encoding, features="qi"):
     if models is None:
         models = list(DEFAULT_MODELS)
     models = [models] if isinstance(models, str) else list(models)
@@ -407,11 +417,14 @@ def _validate(models, seed, test_fraction, encoding):
         raise InvalidParameterError(f"test_fraction={test_fraction} must be strictly between 0 and 1")
     if encoding not in ENCODINGS:
         raise InvalidParameterError(f"encoding={encoding!r}; choose 'ordinal' or 'onehot'")
+    if features not in FEATURES:
+        raise InvalidParameterError(f"features={features!r}; choose 'qi' (the published QIs) or "
+                                    "'all' (QIs and the other non-label columns)")
     return models, int(seed or 0), float(test_fraction)
 
 
 def classification_utility(con, raw_table, anon_table, label, models=DEFAULT_MODELS, seed=0,
-                           test_fraction=0.3, qi=None, encoding="ordinal") -> list:
+                           test_fraction=0.3, qi=None, encoding="ordinal", features="qi") -> list:
     """Accuracy and F-measure of classifiers trained on ``anon_table`` vs on ``raw_table``.
 
     Parameters
@@ -425,6 +438,7 @@ def classification_utility(con, raw_table, anon_table, label, models=DEFAULT_MOD
     test_fraction : share of pass-through keys (about the share of rows) held out for testing.
     qi : the QIs, when ``anon_table`` has no ``kanon_run`` column to look them up.
     encoding : 'ordinal' (one axis per column, generalized = leaf-range midpoint) or 'onehot'.
+    features : 'qi' (default: the published QIs) or 'all' (also the unchanged non-QI columns).
 
     Returns
     -------
@@ -433,7 +447,7 @@ def classification_utility(con, raw_table, anon_table, label, models=DEFAULT_MOD
     the train side), n_train, n_test (raw test rows), split ('disjoint' or 'overlap').
     """
     require_sklearn()
-    models, seed, test_fraction = _validate(models, seed, test_fraction, encoding)
+    models, seed, test_fraction = _validate(models, seed, test_fraction, encoding, features)
     plan = plan_utility(con, raw_table, anon_table, label, qi)
     raw, anon = _read(con, plan, False), _read(con, plan, True)
     # rows without a label cannot be scored
@@ -442,7 +456,7 @@ def classification_utility(con, raw_table, anon_table, label, models=DEFAULT_MOD
     if raw.num_rows < 4 or anon.num_rows < 2:
         raise InvalidParameterError(
             f"too few labelled rows to train and test (raw {raw.num_rows}, anonymized {anon.num_rows})")
-    X_raw, X_anon, _names = encode_features(con, plan, raw, anon, encoding)
+    X_raw, X_anon, _names = encode_features(con, plan, raw, anon, encoding, features)
     y_raw = np.asarray(raw.column(plan.label).to_pylist(), dtype=object)
     y_anon = np.asarray(anon.column(plan.label).to_pylist(), dtype=object)
 

@@ -1,4 +1,4 @@
--- classification_utility(raw_tbl, anon_tbl, label, models, seed, test_fraction, qi, encoding)
+-- classification_utility(raw_tbl, anon_tbl, label, models, seed, test_fraction, qi, encoding, features)
 --
 -- Classifier utility of an anonymized table (cof-mondrian-outliers.txt §4.2.5-4.2.6, Figs. 8-11):
 -- each model is trained on the anonymized rows (generalized values encoded as range midpoints /
@@ -9,9 +9,11 @@
 --   fallback when the non-QI columns have too few distinct values, see kanon_duckdb/ml_utility.py).
 -- F-measure: F1 of the rarer class for a binary label (e.g. '>50K' on Adult), else macro F1.
 -- models: 'knn', 'svm', 'rf', 'nb' (default), 'dt', 'lr'. encoding: 'ordinal' or 'onehot'.
+-- features: 'qi' (default: the published QIs only) or 'all' (also the unchanged non-QI columns).
 -- qi: only needed when anon_tbl has no kanon_run column. Needs the [ml] extra (scikit-learn).
 CREATE OR REPLACE MACRO classification_utility(raw_tbl, anon_tbl, label,
         models := ['knn', 'svm', 'rf', 'nb'], seed := 0, test_fraction := 0.3, qi := NULL,
-        encoding := 'ordinal') AS TABLE
-SELECT unnest(__kanon_ml(raw_tbl, anon_tbl, label, models, seed, test_fraction, qi, encoding),
+        encoding := 'ordinal', features := 'qi') AS TABLE
+SELECT unnest(__kanon_ml(raw_tbl, anon_tbl, label, models, seed, test_fraction, qi, encoding,
+                         features),
               recursive := true);

@@ -133,6 +133,25 @@ def test_ungeneralized_table_gives_the_raw_accuracy(adult_con, encoding):
     assert rows[0]["f1_anon"] == pytest.approx(rows[0]["f1_raw"], abs=1e-2)
 
 
+def test_features_default_to_the_published_qis(adult_con):
+    plan = mu.plan_utility(adult_con, "adult_s", "adult_k5", "income")
+    raw, anon = mu._read(adult_con, plan, False), mu._read(adult_con, plan, True)
+    _, _, names = mu.encode_features(adult_con, plan, raw, anon, "ordinal")
+    assert sorted(names) == sorted(QI)
+    xr, xa, names_all = mu.encode_features(adult_con, plan, raw, anon, "ordinal", "all")
+    extra = [c for c in plan.passthrough if c != "income"]
+    assert sorted(names_all) == sorted(QI + extra) and "fnlwgt" in names_all
+    assert xr.shape == xa.shape == (2000, len(QI) + len(extra))
+
+
+def test_features_all_differs_from_qi_in_sql(adult_con):
+    q = ("SELECT accuracy_anon, accuracy_raw FROM classification_utility('adult_s', 'adult_k5', "
+         "'income', models := ['nb'], features := ?)")
+    qi_only, everything = adult_con.execute(q, ["qi"]).fetchall(), adult_con.execute(q, ["all"]).fetchall()
+    assert qi_only == adult_con.execute(q.replace(", features := ?", "")).fetchall()  # the default
+    assert qi_only != everything
+
+
 def test_onehot_encoding_runs_and_matches_model_list(adult_con):
     rows = mu.classification_utility(adult_con, "adult_s", "adult_k5", "income",
                                      models=["lr", "dt"], encoding="onehot", test_fraction=0.25)
@@ -162,6 +181,7 @@ def test_without_distinct_keys_falls_back_to_overlap_split():
     ({"models": []}, "models is empty"),
     ({"test_fraction": 1.0}, "test_fraction"),
     ({"encoding": "binary"}, "encoding"),
+    ({"features": "some"}, "features='some'; choose 'qi'"),
 ])
 def test_bad_parameters_are_named(adult_con, kwargs, match):
     with pytest.raises(InvalidParameterError, match=match):

@@ -1,6 +1,6 @@
 """Arrow UDF behind the ``classification_utility`` table macro (sql/ml_utility.sql).
 
-``__kanon_ml(raw_tbl, anon_tbl, label, models, seed, test_fraction, qi, encoding)`` runs once
+``__kanon_ml(raw_tbl, anon_tbl, label, models, seed, test_fraction, qi, encoding, features)`` runs once
 (side effects: it trains models) and returns one LIST of per-model STRUCTs, which the macro
 unnests. It reads both tables through a cursor of the caller's database (TEMP tables are not
 visible). scikit-learn is imported only when it is called: the function is registered even
@@ -21,7 +21,7 @@ _ARROW_TYPE = pa.list_(pa.struct([
 
 
 def register_ml_utility_udfs(con) -> None:
-    def kanon_ml(raw_tbl, anon_tbl, label, models, seed, test_fraction, qi, encoding):
+    def kanon_ml(raw_tbl, anon_tbl, label, models, seed, test_fraction, qi, encoding, features):
         # imported on first use
         from kanon_duckdb.ml_utility import RESULT_FIELDS, classification_utility
         cur = con.cursor()
@@ -31,7 +31,8 @@ def register_ml_utility_udfs(con) -> None:
                 cur, first_value(raw_tbl), first_value(anon_tbl), first_value(label),
                 models=first_value(models), seed=first_value(seed) or 0,
                 test_fraction=0.3 if fraction is None else fraction, qi=first_value(qi),
-                encoding=first_value(encoding) or "ordinal")
+                encoding=first_value(encoding) or "ordinal",
+                features=first_value(features) or "qi")
         finally:
             cur.close()
         value = [{f: r[f] for f in RESULT_FIELDS} for r in rows]
@@ -39,4 +40,4 @@ def register_ml_utility_udfs(con) -> None:
 
     replace_function(con, "__kanon_ml", kanon_ml,
                      ["VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR[]", "BIGINT", "DOUBLE", "VARCHAR[]",
-                      "VARCHAR"], ML_TYPE, side_effects=True)
+                      "VARCHAR", "VARCHAR"], ML_TYPE, side_effects=True)
