@@ -23,23 +23,40 @@ CREATE OR REPLACE MACRO cm(tbl, label) AS (
 --   categorical QI tau (eq. 3): gamma * sum over rows log leaves(label) / log leaves(root); 0 when
 --       the tree has one leaf. Flat tree (no tree in kanon_taxonomy): '*' counts 1, others 0.
 --   NULL ranges and suppressed rows count 1 (everything lost); NULL labels 0.
--- Weights gamma: kanon_runs.weights of the table's run, aligned with details->'weight_names' when
+-- Weights gamma: `weights := MAP {'age': 0.3, ...}` (one entry per QI of the table, any QI
+-- missing or extra is an error), so outputs of different algorithms can be scored with the same
+-- weights, e.g. weights := kanon_run_weights('adult_info2means') (the weights info2means learned).
+-- Without it: kanon_runs.weights of the table's run, aligned with details->'weight_names' when
 -- recorded, else with numeric_qi followed by categorical_qi (the paper's order, eq. 5); a run
 -- without weights (any algorithm but info2means) gets equal weights 1/d. The result is the
 -- paper's sum (it grows with N); divide by count(*) for a per-row figure.
-CREATE OR REPLACE MACRO info_loss(tbl) AS (
+CREATE OR REPLACE MACRO info_loss(tbl, weights := NULL) AS (
     WITH run AS (
-        SELECT numeric_qi, categorical_qi, weights,
-               CASE WHEN json_exists(details, '$.weight_names')
-                    THEN CAST(details->'weight_names' AS VARCHAR[])
-                    ELSE list_concat(numeric_qi, categorical_qi) END AS weight_names
-        FROM kanon_runs WHERE run_id = __kanon_meta(tbl).run_id
+        SELECT r.numeric_qi, r.categorical_qi, r.weights AS run_weights,
+               CASE WHEN json_exists(r.details, '$.weight_names')
+                    THEN CAST(r.details->'weight_names' AS VARCHAR[])
+                    ELSE list_concat(r.numeric_qi, r.categorical_qi) END AS weight_names
+        FROM kanon_runs r WHERE r.run_id = __kanon_meta(tbl).run_id
     ),
+    given AS (SELECT CAST(weights AS MAP(VARCHAR, DOUBLE)) AS m),
     w AS (
         SELECT unnest(weight_names) AS qi,
-               unnest(coalesce(weights, list_transform(weight_names,
-                                                        lambda q: 1.0 / len(weight_names)))) AS gamma
-        FROM run
+               unnest(coalesce(run_weights, list_transform(weight_names,
+                                                           lambda q: 1.0 / len(weight_names)))) AS gamma
+        FROM run WHERE (SELECT m FROM given) IS NULL
+        UNION ALL
+        SELECT q AS qi,
+               CASE WHEN len(list_filter(map_keys(m), lambda x: NOT list_contains(qis, x))) > 0 THEN
+                        error('info_loss: weights name columns that are not QIs of the table: '
+                              || list_filter(map_keys(m), lambda x: NOT list_contains(qis, x))::VARCHAR
+                              || ' (its QIs: ' || qis::VARCHAR || ')')
+                    WHEN NOT map_contains(m, q) THEN
+                        error('info_loss: weights has no entry for QI ''' || q || '''; give one per QI: '
+                              || qis::VARCHAR)
+                    ELSE m[q] END AS gamma
+        FROM (SELECT m, list_concat(numeric_qi, categorical_qi) AS qis,
+                     unnest(list_concat(numeric_qi, categorical_qi)) AS q
+              FROM run, given WHERE m IS NOT NULL)
     ),
     cls AS MATERIALIZED (FROM kanon_classes(tbl)),
     num AS (
@@ -85,6 +102,16 @@ CREATE OR REPLACE MACRO info_loss(tbl) AS (
     ),
     il AS (SELECT * FROM num_il UNION ALL SELECT * FROM cat_il)
     SELECT sum(w.gamma * il.il) FROM il JOIN w ON w.qi = il.qi
+);
+
+-- kanon_run_weights(tbl): MAP QI -> weight of the run that produced `tbl` (kanon_runs.weights,
+-- aligned as info_loss aligns them; NULL when the run recorded none). For info_loss(weights := ...).
+CREATE OR REPLACE MACRO kanon_run_weights(tbl) AS (
+    SELECT CASE WHEN r.weights IS NULL THEN NULL ELSE map(
+               CASE WHEN json_exists(r.details, '$.weight_names')
+                    THEN CAST(r.details->'weight_names' AS VARCHAR[])
+                    ELSE list_concat(r.numeric_qi, r.categorical_qi) END, r.weights) END
+    FROM kanon_runs r WHERE r.run_id = __kanon_meta(tbl).run_id
 );
 
 -- log_level(tbl): KGEN's LOG (eq. 1-2 of kgen-genetic-lattice-k-anonymity.txt): mean over QIs of
@@ -136,6 +163,32 @@ CREATE OR REPLACE MACRO log_level(tbl) AS (
         ELSE NULL END
 );
 
+-- kanon_lattice_acc(run_ids, reference_run_id): table (pos, run_id, acc), eq. 4 of
+-- kgen-genetic-lattice-k-anonymity.txt for each kanon_runs row of `run_ids` (pos = 1-based place
+-- in the list) against the reference run (see lattice_accuracy).
+CREATE OR REPLACE MACRO kanon_lattice_acc(run_ids, ref_rid) AS TABLE
+WITH sol AS (SELECT unnest(run_ids) AS run_id, generate_subscripts(run_ids, 1) AS pos),
+h AS (
+    SELECT run_id,
+        (SELECT sum(CAST(value AS BIGINT)) FROM json_each(details, '$.node')) AS node_h,
+        (SELECT sum(CAST(value AS BIGINT)) FROM json_each(details, '$.height')) AS top_h,
+        json_extract(details, '$.height') AS heights
+    FROM kanon_runs WHERE list_contains(run_ids, run_id) OR run_id = ref_rid
+),
+o AS (SELECT * FROM h WHERE run_id = ref_rid)
+SELECT sol.pos, sol.run_id, CASE
+    WHEN s.node_h IS NULL OR o.node_h IS NULL THEN
+        error('lattice_accuracy needs two full-domain runs that recorded their lattice node '
+              || '(kanon_runs.details ''node'' and ''height''), e.g. algo := ''kgen'' and '
+              || 'algo := ''optimal''')
+    WHEN s.heights::VARCHAR <> o.heights::VARCHAR THEN
+        error('lattice_accuracy: the two runs have different lattices (QIs or hierarchy '
+              || 'heights differ: ' || s.heights::VARCHAR || ' vs ' || o.heights::VARCHAR || ')')
+    WHEN o.top_h = o.node_h THEN CASE WHEN s.node_h = o.node_h THEN 1.0 ELSE 0.0 END
+    ELSE 1.0 - abs(s.node_h - o.node_h) / (o.top_h - o.node_h)
+END AS acc
+FROM sol LEFT JOIN h s ON s.run_id = sol.run_id LEFT JOIN o ON true;
+
 -- lattice_accuracy(tbl, reference_tbl): KGEN's accuracy of a solution (eq. 4 of
 -- kgen-genetic-lattice-k-anonymity.txt) against the optimal one in `reference_tbl` (e.g. the output
 -- of algo := 'optimal' on the same table, QIs and hierarchies):
@@ -143,30 +196,21 @@ CREATE OR REPLACE MACRO log_level(tbl) AS (
 --   worst = the top of the lattice (every QI at the root; sum of the heights).
 -- Both runs must be full-domain runs that recorded their node (kanon_runs.details 'node',
 -- 'height'). 1 when the optimum is the top itself and the solution equals it.
+-- lattice_accuracy(tbls, reference_tbl, weights): eq. 5, the "general accuracy": the weighted
+-- arithmetic mean sum_i w_i acc_i / sum_i w_i over several solutions `tbls` (a list of tables, e.g.
+-- KGEN runs with different seeds); weights NULL = equal weights (the paper leaves w_i open).
 CREATE OR REPLACE MACRO lattice_accuracy(tbl, reference_tbl) AS (
-    WITH runs AS (
-        SELECT run_id, details FROM kanon_runs
-        WHERE run_id IN (__kanon_meta(tbl).run_id, __kanon_meta(reference_tbl).run_id)
-    ),
-    h AS (
-        SELECT run_id,
-            (SELECT sum(CAST(value AS BIGINT)) FROM json_each(details, '$.node')) AS node_h,
-            (SELECT sum(CAST(value AS BIGINT)) FROM json_each(details, '$.height')) AS top_h,
-            json_extract(details, '$.height') AS heights
-        FROM runs
-    ),
-    s AS (SELECT * FROM h WHERE run_id = __kanon_meta(tbl).run_id),
-    o AS (SELECT * FROM h WHERE run_id = __kanon_meta(reference_tbl).run_id)
+    SELECT acc FROM kanon_lattice_acc([__kanon_meta(tbl).run_id], __kanon_meta(reference_tbl).run_id)
+),
+(tbls, reference_tbl, weights) AS (
     SELECT CASE
-        WHEN s.node_h IS NULL OR o.node_h IS NULL THEN
-            error('lattice_accuracy needs two full-domain runs that recorded their lattice node '
-                  || '(kanon_runs.details ''node'' and ''height''), e.g. algo := ''kgen'' and '
-                  || 'algo := ''optimal''')
-        WHEN s.heights::VARCHAR <> o.heights::VARCHAR THEN
-            error('lattice_accuracy: the two runs have different lattices (QIs or hierarchy '
-                  || 'heights differ: ' || s.heights::VARCHAR || ' vs ' || o.heights::VARCHAR || ')')
-        WHEN o.top_h = o.node_h THEN CASE WHEN s.node_h = o.node_h THEN 1.0 ELSE 0.0 END
-        ELSE 1.0 - abs(s.node_h - o.node_h) / (o.top_h - o.node_h)
+        WHEN weights IS NOT NULL AND len(weights) <> len(tbls) THEN
+            error('lattice_accuracy: ' || len(weights)::VARCHAR || ' weights for '
+                  || len(tbls)::VARCHAR || ' tables; give one weight per table (or NULL)')
+        WHEN len(tbls) = 0 THEN error('lattice_accuracy: the list of tables is empty')
+        ELSE (SELECT sum(coalesce(CAST(weights AS DOUBLE[])[pos], 1.0) * acc)
+                     / sum(coalesce(CAST(weights AS DOUBLE[])[pos], 1.0))
+              FROM kanon_lattice_acc(list_transform(tbls, lambda t: __kanon_meta(t).run_id),
+                                     __kanon_meta(reference_tbl).run_id))
     END
-    FROM s, o
 );

@@ -234,3 +234,33 @@ def test_hostile_table_name_is_an_error_and_harmless(con):
         with pytest.raises(Exception, match="quote|does not exist|is not a column"):
             con.execute(sql).fetchall()
     assert one(con, "count(*) FROM a") == 6
+
+
+def test_lattice_accuracy_eq5_weighted_mean(con):
+    make(con, "s", ROWS, run_id=1, details='{"node": {"age": 3, "job": 1}, "height": {"age": 4, "job": 2}}')
+    make(con, "o", ROWS, run_id=2, details='{"node": {"age": 2, "job": 0}, "height": {"age": 4, "job": 2}}')
+    make(con, "t", ROWS, run_id=3, details='{"node": {"age": 4, "job": 2}, "height": {"age": 4, "job": 2}}')
+    # acc(s) = 0.5, acc(o) = 1, acc(t) = 1 - 4/4 = 0 (the worst node)
+    assert one(con, "lattice_accuracy(['s', 'o', 't'], 'o', NULL)") == pytest.approx(0.5)
+    assert one(con, "lattice_accuracy(['s', 'o', 't'], 'o', [2, 1, 1])") == pytest.approx(2 / 4)
+    assert one(con, "lattice_accuracy(['s', 'o'], 'o', [1.0, 3.0])") == pytest.approx(3.5 / 4)
+    assert one(con, "lattice_accuracy(['s'], 'o', NULL)") == one(con, "lattice_accuracy('s', 'o')")
+    with pytest.raises(Exception, match="one weight per table"):
+        one(con, "lattice_accuracy(['s', 'o'], 'o', [1.0])")
+
+
+def test_info_loss_given_weights_override_the_run(con):
+    make(con, "a", ROWS, weights=[0.8, 0.2], details='{"weight_names": ["job", "age"]}')
+    make(con, "b", ROWS, run_id=2)
+    age = 3 * (math.log(11) + math.log(31)) / math.log(41)
+    job = 3 * math.log(2) / math.log(5) + 3 * 1.0
+    assert one(con, "info_loss('b', weights := MAP {'age': 0.2, 'job': 0.8})") == pytest.approx(
+        0.2 * age + 0.8 * job)
+    # the same weights for both outputs: the info2means-style run's own weights
+    assert one(con, "info_loss('b', weights := kanon_run_weights('a'))") == pytest.approx(
+        one(con, "info_loss('a')"))
+    assert one(con, "kanon_run_weights('b')") is None
+    with pytest.raises(Exception, match="no entry for QI 'job'"):
+        one(con, "info_loss('b', weights := MAP {'age': 1.0})")
+    with pytest.raises(Exception, match="not QIs of the table"):
+        one(con, "info_loss('b', weights := MAP {'age': 1.0, 'job': 1.0, 'zip': 1.0})")

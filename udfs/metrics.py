@@ -169,9 +169,15 @@ def register_metric_udfs(con) -> None:
     memo = _Memo(con)
 
     def kanon_meta(tbl):
-        name = first_value(tbl)
-        meta = memo.get(("meta", name), lambda: _with_cursor(con, anonymized_meta, name))
-        return pa.array([meta] * len(tbl), type=pa.struct([
+        # one answer per distinct name: a list of tables (lattice_accuracy's eq. 5 form) reaches
+        # this UDF as one vector of different names
+        names = (tbl.combine_chunks() if hasattr(tbl, "combine_chunks") else tbl).to_pylist()
+        metas = {}
+        for name in names:
+            if name not in metas:
+                metas[name] = memo.get(("meta", name),
+                                       lambda n=name: _with_cursor(con, anonymized_meta, n))
+        return pa.array([metas[n] for n in names], type=pa.struct([
             ("run_id", pa.int64()), ("k", pa.int64()), ("num_qi", pa.list_(pa.string())),
             ("cat_qi", pa.list_(pa.string())), ("lo_cols", pa.list_(pa.string())),
             ("hi_cols", pa.list_(pa.string())), ("cat_trees", pa.list_(pa.string()))]))
