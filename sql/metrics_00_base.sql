@@ -24,33 +24,68 @@
 -- kanon_taxonomy_nodes(): one row per (attr, node) of every tree in kanon_taxonomy with depth
 -- (edges from the root), n_leaves (leaves below it, itself if a leaf), sub_height (height of its
 -- subtree, 0 for a leaf), root_leaves and height (of the whole tree).
+-- A self-edge (X, X) keeps label X for one more level (ARX hierarchies, see
+-- kanon_duckdb/taxonomy/tree.py build_index): e(X) self-edge rows give X a chain of e + 1 levels.
+-- Levels count from the leaves: hmin(X) = max over D below or at X of e(D) + dist(D, X); the root
+-- is at level hmin(root); a child c of X tops at min(top(X), max(top(X) - e(X), hmin(c) + 1)) - 1.
+-- A label is a leaf when it has no other child or its chain reaches level 0 (a data value that is
+-- also its own level-1 group). A row describes the label's top node; without self-edges every
+-- label is one node and this is the plain tree.
 CREATE OR REPLACE MACRO kanon_taxonomy_nodes() AS TABLE
-WITH RECURSIVE edges AS (
-    SELECT DISTINCT attr, child, parent FROM kanon_taxonomy WHERE child IS NOT NULL
+WITH RECURSIVE rows_ AS (
+    SELECT attr, child, parent FROM kanon_taxonomy WHERE child IS NOT NULL
 ),
-leaves AS (
-    SELECT DISTINCT e.attr, e.child AS leaf FROM edges e
-    WHERE NOT EXISTS (SELECT 1 FROM edges p WHERE p.attr = e.attr AND p.parent = e.child)
+extra AS (SELECT attr, child AS node, count(*) AS e FROM rows_ WHERE child = parent GROUP BY ALL),
+edges AS (SELECT DISTINCT attr, child, parent FROM rows_ WHERE child IS DISTINCT FROM parent),
+labels AS (
+    SELECT attr, child AS node FROM edges
+    UNION SELECT attr, parent FROM edges WHERE parent IS NOT NULL
+    UNION SELECT attr, node FROM extra
 ),
-up(attr, leaf, node, dist) AS (
-    SELECT attr, leaf, leaf, 0 FROM leaves
+up(attr, src, node, dist) AS (
+    SELECT attr, node, node, 0 FROM labels
     UNION ALL
-    SELECT u.attr, u.leaf, e.parent, u.dist + 1
+    SELECT u.attr, u.src, e.parent, u.dist + 1
     FROM up u JOIN edges e ON e.attr = u.attr AND e.child = u.node
     WHERE e.parent IS NOT NULL AND u.dist < 1000   -- a cycle stops here instead of looping
 ),
-paths AS (
-    SELECT attr, leaf, node, dist, max(dist) OVER (PARTITION BY attr, leaf) AS leaf_depth FROM up
+hmin AS (
+    SELECT u.attr, u.node, max(coalesce(x.e, 0) + u.dist) AS hmin
+    FROM up u LEFT JOIN extra x ON x.attr = u.attr AND x.node = u.src
+    GROUP BY u.attr, u.node
+),
+down(attr, node, top, dist) AS (
+    SELECT h.attr, h.node, h.hmin, 0 FROM hmin h
+    WHERE NOT EXISTS (SELECT 1 FROM edges e WHERE e.attr = h.attr AND e.child = h.node
+                                                 AND e.parent IS NOT NULL)
+    UNION ALL
+    SELECT d.attr, e.child,
+           least(d.top, greatest(d.top - coalesce(x.e, 0), hc.hmin + 1)) - 1, d.dist + 1
+    FROM down d JOIN edges e ON e.attr = d.attr AND e.parent = d.node
+    JOIN hmin hc ON hc.attr = e.attr AND hc.node = e.child
+    LEFT JOIN extra x ON x.attr = d.attr AND x.node = d.node
+    WHERE d.dist < 1000
+),
+tops AS (
+    SELECT d.attr, d.node, d.top, d.top - coalesce(x.e, 0) AS bottom,
+           NOT EXISTS (SELECT 1 FROM edges c WHERE c.attr = d.attr AND c.parent = d.node)
+               OR d.top - coalesce(x.e, 0) = 0 AS is_leaf
+    FROM down d LEFT JOIN extra x ON x.attr = d.attr AND x.node = d.node
 ),
 nodes AS (
-    SELECT attr, node, min(leaf_depth - dist) AS depth, count(*) AS n_leaves,
-           max(dist) AS sub_height
-    FROM paths GROUP BY attr, node
+    SELECT u.attr, u.node, count(*) AS n_leaves, min(l.bottom) AS leaf_bottom
+    FROM up u JOIN tops l ON l.attr = u.attr AND l.node = u.src AND l.is_leaf
+    GROUP BY u.attr, u.node
+),
+full_ AS (
+    SELECT t.attr, t.node, t.top, n.n_leaves, t.top - n.leaf_bottom AS sub_height,
+           max(t.top) OVER (PARTITION BY t.attr) AS root_top
+    FROM tops t JOIN nodes n ON n.attr = t.attr AND n.node = t.node
 )
-SELECT attr, node, depth, n_leaves, sub_height,
+SELECT attr, node, root_top - top AS depth, n_leaves, sub_height,
        max(n_leaves) OVER (PARTITION BY attr) AS root_leaves,
        max(sub_height) OVER (PARTITION BY attr) AS height
-FROM nodes;
+FROM full_;
 
 -- kanon_label_ncp(tbl): for every label a categorical QI of `tbl` can publish (every node of the
 -- tree its run used, __kanon_meta(tbl).cat_trees, or '*' of the implicit flat tree): has_tree, ncp, height_ratio and info_ratio

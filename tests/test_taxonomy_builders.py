@@ -25,8 +25,10 @@ def test_arx_edges_in_file_order():
         "Private", "Self-emp", "Federal"]
 
 
-def test_arx_no_final_newline_and_repeated_level_collapsed():
-    assert arx_hierarchy_edges("A;A;*\nB;G;*") == [("A", "*"), ("B", "G"), ("G", "*"), ("*", None)]
+def test_arx_no_final_newline_and_repeated_level_kept():
+    # the repeat keeps its level (ARX level scoping), as the self-edge (A, A)
+    assert arx_hierarchy_edges("A;A;*\nB;G;*") == [("A", "A"), ("A", "*"), ("B", "G"), ("G", "*"),
+                                                   ("*", None)]
 
 
 def test_arx_label_under_two_parents():

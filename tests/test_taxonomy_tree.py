@@ -36,8 +36,9 @@ def test_cycle_detected():
         build_index("c", [("a", "b"), ("b", "a")])
     with pytest.raises(TaxonomyError, match="cycle"):
         build_index("c", [("x", "*"), ("a", "b"), ("b", "c"), ("c", "a")])
-    with pytest.raises(TaxonomyError, match="own parent"):
-        build_index("c", [("a", "a")])
+    # a self-edge is not a cycle: the label stays itself for one more level (ARX level scoping)
+    chain = build_index("c", [("a", "a")])
+    assert chain.labels == ["a", "a"] and chain.height == 1 and chain.leaf_count == 1
 
 
 def test_node_at_two_places():

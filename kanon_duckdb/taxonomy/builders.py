@@ -68,9 +68,13 @@ def _read_text(path_or_text) -> str:
 def arx_hierarchy_edges(path_or_text, delimiter: str = ";", attr: str = "arx") -> list:
     """Edges of an ARX hierarchy (one row per leaf: leaf; level1; ...; '*'), in file order.
 
-    A label that repeats its own generalization in the same row (``A;A;*``) is one node, so the
-    repeated level is collapsed. A label at two places (different parents, or both a data leaf
-    and an internal node elsewhere) raises TaxonomyError. All rows must end in the same root.
+    Labels are scoped per level, as ARX reads them: a label repeated in one row (``A;A;*``, a value
+    that stays the same for one level) becomes the self-edge ``(A, A)``, once per level it repeats
+    at, so the row keeps its number of levels (tree.build_index expands it into a chain; the
+    full-domain lattice sees ARX's levels). A leaf that is also the level-1 group holding it
+    (``Other relative;Other relative;*`` next to ``Own-child;Other relative;*``) is such a repeat.
+    A label at two places (different parents) raises TaxonomyError. All rows must end in the
+    same root.
     """
     text = _read_text(path_or_text)
     rows = [[c.strip() for c in r] for r in csv.reader(io.StringIO(text), delimiter=delimiter)]
@@ -79,33 +83,35 @@ def arx_hierarchy_edges(path_or_text, delimiter: str = ";", attr: str = "arx") -
         raise TaxonomyError(f"ARX hierarchy for '{attr}' is empty")
     out = _EdgeList(attr)
     leaves: dict = {}
+    repeats: set = set()  # (label, level) of the self-edges emitted
     root = None
     for lineno, row in enumerate(rows, 1):
         if any(c == "" for c in row):
             raise TaxonomyError(f"ARX hierarchy for '{attr}', row {lineno}: empty label in {row}")
-        path = [row[0]]
-        for lab in row[1:]:
-            if lab != path[-1]:
-                path.append(lab)
-        if len(path) == 1:
+        if len(row) == 1 or all(c == row[0] for c in row):
             raise TaxonomyError(f"ARX hierarchy for '{attr}', row {lineno}: leaf '{row[0]}' "
                                 f"has no generalization (a row needs at least leaf;*)")
         if root is None:
-            root = path[-1]
-        elif path[-1] != root:
+            root = row[-1]
+        elif row[-1] != root:
             raise TaxonomyError(
-                f"ARX hierarchy for '{attr}' has several roots ('{root}' and '{path[-1]}', row "
+                f"ARX hierarchy for '{attr}' has several roots ('{root}' and '{row[-1]}', row "
                 f"{lineno}); every row must end with the same top label such as '*'")
         leaves.setdefault(row[0], lineno)  # a repeated row is harmless if it agrees (see add)
-        for child, parent in zip(path, path[1:]):
-            out.add(child, parent, f" (row {lineno})")
-    internal = {p for p in out.parent_of.values()}
-    both = [leaf for leaf in leaves if leaf in internal]
+        for level, (child, parent) in enumerate(zip(row, row[1:])):
+            if child != parent:
+                out.add(child, parent, f" (row {lineno})")
+            elif (child, level) not in repeats:
+                repeats.add((child, level))
+                out.edges.append((child, child))
+    internal = {p for c, p in out.parent_of.items()}
+    both = [leaf for leaf in leaves if leaf in internal and (leaf, 0) not in repeats]
     if both:
         leaf = both[0]
         raise TaxonomyError(
             f"ARX hierarchy for '{attr}': '{leaf}' is a leaf (row {leaves[leaf]}) and also a "
-            f"generalization of other values; a label names one node, so rename one of them")
+            f"generalization of other values, but not its own level-1 group; a label names one "
+            f"node per level, so rename one of them")
     return out.finish(root)
 
 

@@ -88,8 +88,20 @@ def __getattr__(name):
     raise AttributeError(name)
 
 
+_CHAIN = object()  # marks where a label's own next level sits among its children
+
+
 def build_index(attr: str, edges, root=None, _null_leaf: bool = False) -> TaxonomyIndex:
     """Validate ``edges`` (iterable of (child, parent) in table order) and build the index.
+
+    A self-edge ``(X, X)`` says that label X stays X for one more level (ARX hierarchies, where a
+    label is scoped to its level: ``95;[80,99];[80,99];*`` or a leaf 'Other relative' under the
+    level-1 group 'Other relative'); e self-edge rows give X a vertical chain of e + 1 nodes.
+    Levels are counted from the leaves as in ARX's rectangular hierarchies: hmin(X) = max(e(X),
+    hmin(child) + 1) bottom-up, the root's top level is hmin(root), and a child c of X hangs at
+    the node of X's chain at level min(top(X), max(top(X) - e(X), hmin(c) + 1)). So a chain whose
+    bottom reaches level 0 ends in a leaf labelled X (the data value), and without self-edges the
+    tree is exactly the label tree. A published label names the top node of its chain.
 
     Raises TaxonomyError naming the problem: NULL child, a node with two parents, several roots,
     a cycle, or an empty tree.
@@ -97,6 +109,7 @@ def build_index(attr: str, edges, root=None, _null_leaf: bool = False) -> Taxono
     children = defaultdict(list)
     parent_of: dict = {}
     order: dict = {}
+    extra: dict = defaultdict(int)
     explicit_roots = []
 
     def seen(x):
@@ -112,7 +125,10 @@ def build_index(attr: str, edges, root=None, _null_leaf: bool = False) -> Taxono
                 explicit_roots.append(child)
             continue
         if child == par:
-            raise TaxonomyError(f"taxonomy '{attr}': node '{child}' is its own parent (cycle)")
+            if not extra[child]:
+                children[child].append(_CHAIN)
+            extra[child] += 1
+            continue
         if child in parent_of and parent_of[child] != par:
             raise TaxonomyError(
                 f"taxonomy '{attr}': node '{child}' appears at two places (parents "
@@ -142,26 +158,52 @@ def build_index(attr: str, edges, root=None, _null_leaf: bool = False) -> Taxono
         raise TaxonomyError(f"taxonomy '{attr}' has no root: its edges form a cycle")
     root = roots[0]
 
-    # Iterative depth-first pre-order walk.
+    # Label tree in pre-order (cycle check), then hmin bottom-up and chain tops top-down.
+    pre, visited, stack = [], set(), [root]
+    while stack:
+        lab = stack.pop()
+        if lab in visited:
+            raise TaxonomyError(f"taxonomy '{attr}': cycle through node '{lab}'")
+        visited.add(lab)
+        pre.append(lab)
+        stack.extend(c for c in reversed(children.get(lab, ())) if c is not _CHAIN)
+    if len(pre) != len(order):
+        lost = [x for x in order if x not in visited][:10]
+        raise TaxonomyError(
+            f"taxonomy '{attr}': nodes {lost} are not reachable from root '{root}' (their parents "
+            f"form a cycle)")
+    hmin = {}
+    for lab in reversed(pre):
+        hmin[lab] = max([extra[lab]] + [hmin[c] + 1 for c in children.get(lab, ()) if c is not _CHAIN])
+    top = {root: hmin[root]}
+    attach = {}
+    for lab in pre:
+        t, e = top[lab], extra[lab]
+        for c in children.get(lab, ()):
+            if c is not _CHAIN:
+                attach[c] = min(t, max(t - e, hmin[c] + 1))
+                top[c] = attach[c] - 1
+
+    # Expanded tree, depth-first pre-order: (label, level) nodes.
     labels, parent, depth = [], [], []
     node_of_label = {}
-    stack = [(root, -1, 0)]
+    stack = [(root, top[root], -1, 0)]
     while stack:
-        lab, par, dep = stack.pop()
-        if lab in node_of_label:
-            raise TaxonomyError(f"taxonomy '{attr}': cycle through node '{lab}'")
-        node_of_label[lab] = len(labels)
+        lab, level, par, dep = stack.pop()
+        node_of_label.setdefault(lab, len(labels))  # the top of the chain comes first
         labels.append(lab)
         parent.append(par)
         depth.append(dep)
         me = len(labels) - 1
-        for ch in reversed(children.get(lab, ())):
-            stack.append((ch, me, dep + 1))
-    if len(labels) != len(order):
-        lost = [x for x in order if x not in node_of_label][:10]
-        raise TaxonomyError(
-            f"taxonomy '{attr}': nodes {lost} are not reachable from root '{root}' (their parents "
-            f"form a cycle)")
+        below = []
+        for c in children.get(lab, ()):
+            if c is _CHAIN:
+                if level > top[lab] - extra[lab]:
+                    below.append((lab, level - 1))
+            elif attach[c] == level:
+                below.append((c, top[c]))
+        for ch, lv in reversed(below):
+            stack.append((ch, lv, me, dep + 1))
     if _null_leaf:
         node_of_label[None] = len(labels)
         labels.append(None)
