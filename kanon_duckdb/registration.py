@@ -17,6 +17,7 @@ _UDF_MODULES = (
     ("query_error", "register_query_error"),
     ("metrics", "register_metric_udfs"),
     ("ml_utility", "register_ml_utility_udfs"),
+    ("mapping", "register_mapping_udfs"),
 )
 
 

@@ -1,0 +1,8 @@
+-- kanon_mapping(anon_tbl): how the published values of an anonymized table relate to raw ones
+-- (kanon_duckdb/mapping.py). Full-domain runs (optimal, kgen, random, datafly): one row per
+-- (qi, raw value) with the published label (categorical; every leaf of the tree the run used) or
+-- range lo/hi (numeric; the distinct raw values of the run's source); ec is NULL. Local recoding:
+-- one row per (class ec, qi) with the class's published label or range; raw is NULL.
+-- Columns: qi, raw, ec, label, lo, hi.
+CREATE OR REPLACE MACRO kanon_mapping(anon_tbl) AS TABLE
+SELECT unnest(__kanon_mapping(anon_tbl), recursive := true);

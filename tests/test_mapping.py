@@ -1,0 +1,71 @@
+"""kanon_mapping(anon_tbl): raw value -> published value of a full-domain run, per-class boxes of
+a local-recoding run (issue 12 §2). Exact expected rows on small hand-checked tables."""
+import duckdb
+import pytest
+
+import kanon_duckdb
+from kanon_duckdb.taxonomy import store
+
+RELATIONSHIP = """Husband;Spouse;*
+Wife;Spouse;*
+Own-child;Other relative;*
+Other relative;Other relative;*
+Not-in-family;Not related;*
+Unmarried;Not related;*
+"""
+
+
+@pytest.fixture
+def con():
+    c = kanon_duckdb.connect()
+    c.execute("CREATE TABLE t AS SELECT * FROM (VALUES (20, 'Husband'), (21, 'Wife'), "
+              "(40, 'Own-child'), (41, 'Other relative'), (60, 'Not-in-family'), "
+              "(61, 'Unmarried')) v(age, rel)")
+    store.load_arx_taxonomy(c, "rel", RELATIONSHIP)
+    c.execute("SELECT kanon_build_intervals('t', 'age', [20])")
+    yield c
+    c.close()
+
+
+def test_full_domain_mapping(con):
+    # only (age level 1, rel level 1) is 2-anonymous without suppression: [20,40) etc. and groups
+    con.execute("CREATE TABLE o AS FROM k_anonymize('t', k := 2, algo := 'optimal', "
+                "qi := ['age', 'rel'], max_suppression := 0)")
+    rows = con.execute("FROM kanon_mapping('o') ORDER BY qi, raw").fetchall()
+    assert rows == sorted([
+        ("age", "20", None, None, 20.0, 21.0), ("age", "21", None, None, 20.0, 21.0),
+        ("age", "40", None, None, 40.0, 41.0), ("age", "41", None, None, 40.0, 41.0),
+        ("age", "60", None, None, 60.0, 61.0), ("age", "61", None, None, 60.0, 61.0),
+        ("rel", "Husband", None, "Spouse", None, None),
+        ("rel", "Wife", None, "Spouse", None, None),
+        ("rel", "Own-child", None, "Other relative", None, None),
+        ("rel", "Other relative", None, "Other relative", None, None),
+        ("rel", "Not-in-family", None, "Not related", None, None),
+        ("rel", "Unmarried", None, "Not related", None, None)], key=lambda r: (r[0], r[1]))
+    # the mapping reproduces every published row from its raw row
+    m = {(q, r): (lab, lo, hi) for q, r, _, lab, lo, hi in rows}
+    got = sorted(con.execute("SELECT age_min, age_max, rel FROM o").fetchall())
+    raw = con.execute("SELECT age, rel FROM t").fetchall()
+    assert got == sorted((m[("age", str(a))][1], m[("age", str(a))][2], m[("rel", r)][0])
+                         for a, r in raw)
+
+
+def test_full_domain_lists_tree_leaves_absent_from_data(con):
+    con.execute("DELETE FROM t WHERE rel IN ('Husband', 'Wife')")
+    con.execute("CREATE TABLE o AS FROM k_anonymize('t', k := 2, algo := 'optimal', "
+                "qi := ['rel'], max_suppression := 0)")
+    labels = dict(con.execute("SELECT raw, label FROM kanon_mapping('o') WHERE qi = 'rel'").fetchall())
+    assert labels["Husband"] == "Spouse" and len(labels) == 6
+
+
+def test_local_recoding_boxes(con):
+    # Mondrian: median cut of age at 40 / 41, rel generalized to the root in both classes
+    con.execute("CREATE TABLE m AS FROM k_anonymize('t', k := 2, qi := ['age', 'rel'])")
+    rows = con.execute("FROM kanon_mapping('m') ORDER BY ec, qi").fetchall()
+    assert rows == [("age", None, 0, None, 20.0, 40.0), ("rel", None, 0, "*", None, None),
+                    ("age", None, 1, None, 41.0, 61.0), ("rel", None, 1, "*", None, None)]
+
+
+def test_not_an_anonymized_table(con):
+    with pytest.raises(duckdb.Error, match="not an output of k_anonymize"):
+        con.execute("FROM kanon_mapping('t')").fetchall()

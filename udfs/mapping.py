@@ -1,0 +1,27 @@
+"""Arrow UDF behind the ``kanon_mapping`` table macro (sql/mapping.sql): ``__kanon_mapping(tbl)``
+returns the rows of kanon_duckdb.mapping.mapping_rows as one list value, read through a cursor."""
+from __future__ import annotations
+
+import pyarrow as pa
+
+from ._compat import first_value, replace_function
+
+_ARROW = {"VARCHAR": pa.string(), "BIGINT": pa.int64(), "DOUBLE": pa.float64()}
+
+
+def register_mapping_udfs(con) -> None:
+    from kanon_duckdb.mapping import MAPPING_FIELDS  # light module, no algorithm stack
+
+    row_type = pa.struct([(name, _ARROW[t]) for name, t in MAPPING_FIELDS])
+    sql_type = "STRUCT(" + ", ".join(f"{n} {t}" for n, t in MAPPING_FIELDS) + ")[]"
+
+    def kanon_mapping(tbl):
+        from kanon_duckdb.mapping import mapping_rows
+        cur = con.cursor()
+        try:
+            rows = mapping_rows(cur, first_value(tbl))
+        finally:
+            cur.close()
+        return pa.array([rows] * len(tbl), type=pa.list_(row_type))
+
+    replace_function(con, "__kanon_mapping", kanon_mapping, ["VARCHAR"], sql_type, side_effects=True)
