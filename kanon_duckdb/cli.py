@@ -132,7 +132,8 @@ def run_anonymize(args) -> int:
                        f"table instead, give --db FILE (or a DuckDB database as INPUT)")
     params = dict(args.param or [])
 
-    con = open_connection(work_db)
+    reporter = progress.Reporter()
+    con = open_connection(work_db, progress=reporter)
     tmp_path = None
     created = []
     t0 = time.perf_counter()
@@ -167,7 +168,7 @@ def run_anonymize(args) -> int:
                                f"or pass --replace")
             result = quote_ident(out)
             verb = "CREATE OR REPLACE TABLE" if args.replace else "CREATE TABLE"
-            with progress.bar("anonymizing"):
+            with reporter.bar("anonymizing"):
                 con.execute(f"{verb} {result} AS {select}")
             created.append(result)
             result_name = out
@@ -176,7 +177,7 @@ def run_anonymize(args) -> int:
             result_name = f"__kanon_cli_result_{os.getpid()}"
             result = quote_ident(result_name)
             created.append(result)
-            with progress.bar("anonymizing"):
+            with reporter.bar("anonymizing"):
                 con.execute(f"CREATE OR REPLACE TABLE {result} AS {select}")
         elapsed = time.perf_counter() - t0
         n_rows, n_classes, min_size, n_sup = con.execute(

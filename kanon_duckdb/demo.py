@@ -122,7 +122,8 @@ def run_demo(*, algo: str = "mondrian", ks=None, qi=None, db=None, out=None, par
     ks = list(ks or DEFAULT_KS)
     qi = list(qi or DEFAULT_QI)
     t_start = time.perf_counter()
-    con = open_connection(db)
+    reporter = progress.Reporter()
+    con = open_connection(db, progress=reporter)
     try:
         n = load_example(con, "adult")
         n = n if isinstance(n, int) else con.execute("SELECT count(*) FROM adult").fetchall()[0][0]
@@ -135,7 +136,7 @@ def run_demo(*, algo: str = "mondrian", ks=None, qi=None, db=None, out=None, par
         for k in ks:
             name = f"adult_{algo}_k{k}"
             t0 = time.perf_counter()
-            with progress.bar(f"k={k}", min_seconds=3.0):
+            with reporter.bar(f"k={k}", min_seconds=3.0):
                 con.execute(f"CREATE OR REPLACE TABLE {quote_ident(name)} AS "
                             f"{k_anonymize_sql('adult', k, algo, qi, seed, params)}")
             seconds = time.perf_counter() - t0

@@ -1,7 +1,17 @@
-"""Register every UDF and SQL macro on a DuckDB connection (idempotent)."""
+"""Register every UDF and SQL macro on a DuckDB connection (idempotent).
+
+The UDFs come from the modules named in :data:`UDF_MODULES` (``udfs/``, shipped as
+``kanon_duckdb.udfs``), each declaring its functions through ``declare(ctx)`` (see
+``udf_spec``); the macros from the ``.sql`` files of ``sql/``, read once per process and run in
+file-name order. A connection registered here is closed at interpreter exit if the caller forgot
+to (DuckDB's bindings otherwise report "leaked" objects on stderr).
+"""
 from __future__ import annotations
 
+import atexit
+import functools
 import importlib
+import weakref
 from importlib import resources
 from pathlib import Path
 
@@ -9,16 +19,11 @@ import duckdb
 
 from .interrupt import install_sigint_handler
 from .runs import ensure_runs_table
+from .progress import ProgressFn, no_progress
+from .udf_spec import UDF, UdfContext, create
 
-# UDF modules (in udfs/, shipped as kanon_duckdb.udfs) and their register functions, in order.
-_UDF_MODULES = (
-    ("anonymize", "register_anonymize_udfs"),
-    ("taxonomy", "register_taxonomy_udfs"),
-    ("query_error", "register_query_error"),
-    ("metrics", "register_metric_udfs"),
-    ("ml_utility", "register_ml_utility_udfs"),
-    ("mapping", "register_mapping_udfs"),
-)
+# The UDF modules, in registration order; each must exist and define declare(ctx) -> list[UDF].
+UDF_MODULES = ("anonymize", "taxonomy", "query_error", "metrics", "ml_utility", "mapping")
 
 
 def sql_dir():
@@ -32,32 +37,66 @@ def sql_dir():
     return Path(__file__).resolve().parent.parent / "sql"
 
 
-def sql_files():
-    return sorted((p for p in sql_dir().iterdir() if str(p).endswith(".sql")), key=lambda p: p.name)
+@functools.lru_cache(maxsize=1)
+def sql_scripts() -> tuple[tuple[str, str], ...]:
+    """(file name, text) of every ``.sql`` file, in name order; read once per process."""
+    files = sorted((p for p in sql_dir().iterdir() if str(p).endswith(".sql")), key=lambda p: p.name)
+    return tuple((p.name, p.read_text(encoding="utf-8")) for p in files)
 
 
-def register(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+def declared_udfs(ctx: UdfContext) -> list[UDF]:
+    """Every UDF the modules of :data:`UDF_MODULES` declare for ``ctx`` (a missing module raises)."""
+    udfs: list[UDF] = []
+    for name in UDF_MODULES:
+        module = importlib.import_module(f"kanon_duckdb.udfs.{name}")
+        udfs += module.declare(ctx)
+    names = [u.name for u in udfs]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise RuntimeError(f"UDF name(s) declared twice: {', '.join(dup)}")
+    return udfs
+
+
+_open = weakref.WeakSet()
+
+
+@atexit.register
+def _close_forgotten() -> None:
+    """Close the connections still open at exit (UDF closures would keep them alive otherwise)."""
+    for con in list(_open):
+        try:
+            con.close()
+        except duckdb.Error:
+            pass
+
+
+def register(con: duckdb.DuckDBPyConnection, *, progress: ProgressFn | None = None
+             ) -> duckdb.DuckDBPyConnection:
     """Create the kanon tables if absent and (re)register all functions and macros on ``con``.
 
-    Also lets ``con.interrupt()`` and Ctrl-C stop a running anonymization (``interrupt``)."""
+    ``progress``: callable told the fraction done (0..1) of long runs, e.g. a
+    ``progress.Reporter``; silent by default.
+    Also lets ``con.interrupt()`` and Ctrl-C stop a running anonymization (``interrupt``).
+    """
     install_sigint_handler()
     ensure_runs_table(con)
-    for mod_name, fn_name in _UDF_MODULES:
-        try:
-            mod = importlib.import_module(f"kanon_duckdb.udfs.{mod_name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"kanon_duckdb.udfs.{mod_name}":
-                raise
-            continue
-        getattr(mod, fn_name)(con)
-    for f in sql_files():
-        con.execute(f.read_text())
+    ctx = UdfContext(con=con, progress=progress or no_progress)
+    for udf in declared_udfs(ctx):
+        create(con, udf)
+    for _name, text in sql_scripts():
+        con.execute(text)
+    _open.add(con)
     from .warmup import preload_in_background
     preload_in_background()  # numba and the default kernels, so the first call is quick
     return con
 
 
-def connect(path: str | None = None, **duckdb_kwargs) -> duckdb.DuckDBPyConnection:
-    """``duckdb.connect`` with everything registered."""
+def connect(path: str | None = None, *, progress: ProgressFn | None = None,
+            **duckdb_kwargs) -> duckdb.DuckDBPyConnection:
+    """``duckdb.connect`` with everything registered (``progress`` as in :func:`register`)."""
     con = duckdb.connect(path if path is not None else ":memory:", **duckdb_kwargs)
-    return register(con)
+    try:
+        return register(con, progress=progress)
+    except BaseException:
+        con.close()
+        raise

@@ -13,6 +13,7 @@ The stock DuckDB CLI cannot load Python UDFs, so this is the product's "DuckDB s
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
@@ -127,8 +128,11 @@ def error_line(exc: BaseException) -> str:
 class Shell:
     """Runs statements and dot-commands on ``con``, writing results to ``out`` and errors to ``err``."""
 
-    def __init__(self, con, *, out=None, err=None, interactive=False, bail=False):
+    def __init__(self, con, *, out=None, err=None, interactive=False, bail=False, progress=None):
+        from .progress import Reporter
+
         self.con = con
+        self.progress = progress or Reporter()  # the Reporter con was registered with
         self.out = out or sys.stdout
         self.err = err or sys.stderr
         self.interactive = interactive
@@ -150,15 +154,13 @@ class Shell:
         """Run one statement and print its result; False if it failed."""
         import duckdb
 
-        from . import progress
-
         t0 = time.perf_counter()
         try:
             try:
                 kind = self.con.extract_statements(stmt)[0].type.name
             except (duckdb.Error, IndexError):
                 kind = None  # let execute() report the parse error
-            with progress.bar("running") if self.interactive else _nullcontext():
+            with self.progress.bar("running") if self.interactive else contextlib.nullcontext():
                 cur = self.con.execute(stmt)
                 desc = cur.description
                 show = desc is not None and (kind in _SHOWN_TYPES or kind is None or not (
@@ -290,14 +292,6 @@ class Shell:
                     pass
 
 
-class _nullcontext:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return False
-
-
 def _setup_readline(hist: str):
     try:
         import readline
@@ -311,9 +305,10 @@ def _setup_readline(hist: str):
     return readline
 
 
-def open_connection(db=None):
-    """``kanon_duckdb.connect(db)`` for the command line: the DuckDB progress bar off (kanon-duckdb
-    shows its own), and the connection closed again if registration fails (no leak warnings)."""
+def open_connection(db=None, progress=None):
+    """``kanon_duckdb.connect(db, progress=progress)`` for the command line: the DuckDB progress
+    bar off (kanon-duckdb shows its own through ``progress``, a ``progress.Reporter``), and the
+    connection closed again if registration fails (no leak warnings)."""
     import duckdb
 
     from .registration import register
@@ -321,7 +316,7 @@ def open_connection(db=None):
     con = duckdb.connect(db if db is not None else ":memory:")
     try:
         con.execute("SET enable_progress_bar = false")
-        register(con)
+        register(con, progress=progress)
     except BaseException:
         con.close()
         raise
@@ -332,13 +327,16 @@ def run_shell(db=None, *, command=None, bail=False, stdin=None) -> int:
     """Entry point of ``kanon-duckdb shell``; returns the exit status."""
     stdin = stdin or sys.stdin
     interactive = command is None and stdin.isatty()
+    from .progress import Reporter
+
+    reporter = Reporter()
     try:
-        con = open_connection(db)
+        con = open_connection(db, progress=reporter)
     except Exception as exc:  # noqa: BLE001
         print(error_line(exc), file=sys.stderr)
         return 1
     try:
-        shell = Shell(con, interactive=interactive, bail=bail)
+        shell = Shell(con, interactive=interactive, bail=bail, progress=reporter)
         if command is not None:
             shell.run_script(command)
         elif interactive:

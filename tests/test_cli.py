@@ -252,7 +252,7 @@ def test_anonymize_interrupt_leaves_no_output(tmp_path, capsys, monkeypatch):
         yield  # pragma: no cover
 
     import kanon_duckdb.progress
-    monkeypatch.setattr(kanon_duckdb.progress, "bar", interrupted_bar)
+    monkeypatch.setattr(kanon_duckdb.progress.Reporter, "bar", interrupted_bar)
     rc = cli.main(["anonymize", str(src), "--k", "2", "--qi", "age,sex", "--out", str(dst)])
     assert rc == 130
     assert "interrupted" in capsys.readouterr().err

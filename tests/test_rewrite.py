@@ -24,7 +24,7 @@ from kanon_duckdb.errors import UnknownObjectError, UnsupportedQueryError
 from kanon_duckdb.rewrite import RULES, fraction, kanon_rewrite, query_error_sql, rewrite
 from kanon_duckdb.rewrite.rewriter import context_for
 from kanon_duckdb.rewrite.sqlgen import parse_select, to_sql
-from kanon_duckdb.udfs.query_error import register_query_error
+import kanon_duckdb
 
 FIXTURES = Path(__file__).parent / "fixtures" / "rewrite"
 META = re.compile(r"#\s*(title|execute|expect|error):\s*(.*)")
@@ -32,8 +32,8 @@ META = re.compile(r"#\s*(title|execute|expect|error):\s*(.*)")
 
 def people_db():
     con = duckdb.connect()
+    kanon_duckdb.register(con)
     con.execute((FIXTURES / "_people_db.sql").read_text())
-    register_query_error(con)
     return con
 
 
@@ -284,16 +284,16 @@ def test_query_error_hostile_names_are_quoted():
         c.execute('CREATE TABLE "we""ird; t" AS SELECT * FROM (VALUES (1, 5), (2, 7)) v("a""ge", x)')
         c.execute('CREATE TABLE "we""ird; k" AS '
                   'SELECT 1 AS "a""ge_min", 2 AS "a""ge_max", x FROM "we""ird; t"')
-        register_query_error(c)
+        kanon_duckdb.register(c)
         sql = 'SELECT COUNT(*) FROM "we""ird; t" WHERE "a""ge" = 1'
         assert c.execute("FROM query_error(?, ?, ?)", [sql, raw, anon]).fetchall() == [(1, 1.0, 0.0)]
     finally:
         c.close()
 
 
-def test_register_query_error_is_idempotent_and_lists_macros(con):
-    register_query_error(con)
-    register_query_error(con)
+def test_register_is_idempotent_and_lists_query_error_macros(con):
+    kanon_duckdb.register(con)
+    kanon_duckdb.register(con)
     kinds = dict(con.execute(
         "SELECT function_name, function_type FROM duckdb_functions() WHERE function_name IN "
         "('query_error', 'query_workload', 'workload_error', 'workload_query_errors', 'kanon_rewrite', "

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kanon_duckdb.rewrite import query_error_sql, workload_errors
-from kanon_duckdb.udfs.query_error import register_query_error
+import kanon_duckdb
 
 EDU_TREE = [("*", None), ("H", "*"), ("S", "*"), ("BSc", "H"), ("MSc", "H"), ("HS", "S"),
             ("11th", "S"), ("PhD", "*")]
@@ -75,18 +75,14 @@ AGGREGATES = st.sampled_from(["COUNT(*)", "SUM(salary)", "AVG(salary)", "COUNT(s
 # ------------------------------------------------------------------------ databases
 def make_db(rows, anon_sql: str):
     """Raw table ``raw``, anonymized ``anon`` (from ``anon_sql`` over raw), run record, edu tree."""
-    con = duckdb.connect()
+    con = kanon_duckdb.connect()
     con.execute("CREATE TABLE raw (rid INTEGER, age INTEGER, hours DOUBLE, race VARCHAR, edu VARCHAR, "
                 "income VARCHAR, salary INTEGER)")
     con.executemany("INSERT INTO raw VALUES (?, ?, ?, ?, ?, ?, ?)", [(i, *r) for i, r in enumerate(rows)])
-    con.execute("CREATE TABLE kanon_taxonomy (attr VARCHAR, child VARCHAR, parent VARCHAR)")
     con.executemany("INSERT INTO kanon_taxonomy VALUES ('edu', ?, ?)", EDU_TREE)
-    con.execute("CREATE TABLE kanon_runs (run_id BIGINT, source VARCHAR, qi VARCHAR[], numeric_qi VARCHAR[], "
-                "categorical_qi VARCHAR[])")
-    con.execute("INSERT INTO kanon_runs VALUES (1, 'raw', ['age', 'hours', 'race', 'edu'], ['age', 'hours'], "
-                "['race', 'edu'])")
+    con.execute("INSERT INTO kanon_runs (run_id, source, qi, numeric_qi, categorical_qi) VALUES "
+                "(1, 'raw', ['age', 'hours', 'race', 'edu'], ['age', 'hours'], ['race', 'edu'])")
     con.execute("CREATE TABLE anon AS " + anon_sql)
-    register_query_error(con)
     return con
 
 

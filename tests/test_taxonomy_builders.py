@@ -289,9 +289,9 @@ def test_builders_from_table(con):
 
 
 def test_sql_wrappers(con, tmp_path):
-    from kanon_duckdb.udfs.taxonomy import register_taxonomy_udfs
-    register_taxonomy_udfs(con)
-    register_taxonomy_udfs(con)  # idempotent
+    import kanon_duckdb
+    kanon_duckdb.register(con)
+    kanon_duckdb.register(con)  # idempotent
     con.execute("""CREATE TABLE t AS SELECT range::INT AS age, (80000 + range)::VARCHAR AS zip,
                    DATE '2024-01-30' + range::INT AS d, ['a', 'b'][range % 2 + 1] AS c
                    FROM range(40)""")

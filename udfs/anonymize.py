@@ -17,10 +17,8 @@ import numpy as np
 import pyarrow as pa
 
 from kanon_duckdb import interrupt
-from kanon_duckdb import progress as _progress
 from kanon_duckdb.errors import ConcurrentChangeError
-
-from ._compat import first_value, replace_function
+from kanon_duckdb.udf_spec import UDF, UdfContext, first_value
 
 PLAN_TYPE = ("STRUCT(tbl_sql VARCHAR, qi VARCHAR[], int_qi VARCHAR[], float_qi VARCHAR[], "
              "cat_qi VARCHAR[], out_cols VARCHAR[])")
@@ -151,7 +149,9 @@ def _catalog_version(con):
         return None
 
 
-def register_anonymize_udfs(con) -> None:
+def declare(ctx: UdfContext) -> list[UDF]:
+    """``__kanon_plan``, ``__kanon_run`` and ``__kanon_ec`` on ``ctx.con`` (state per connection)."""
+    con = ctx.con
     plan_cache: dict = {}
     assignments = Assignments()
 
@@ -179,7 +179,7 @@ def register_anonymize_udfs(con) -> None:
         cur = con.cursor()
         try:
             p = first_value(params) or []
-            with interrupt.watch(con, _progress.current()) as progress:
+            with interrupt.watch(con, ctx.progress) as progress:
                 res = anonymize(cur, first_value(tbl), k=first_value(k), algo=first_value(algo),
                                 qi=first_value(qi), seed=first_value(seed),
                                 numeric=first_value(numeric), categorical=first_value(categorical),
@@ -199,9 +199,10 @@ def register_anonymize_udfs(con) -> None:
         rid = rid.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
         return pa.array(assignments.classes_of(first_value(token), rid), pa.int64())
 
-    replace_function(con, "__kanon_ec", kanon_ec, ["BIGINT", "BIGINT"], "BIGINT", side_effects=True)
-    replace_function(con, "__kanon_plan", kanon_plan,
-                     ["VARCHAR", "VARCHAR[]", "VARCHAR[]", "VARCHAR[]"], PLAN_TYPE)
-    replace_function(con, "__kanon_run", kanon_run,
-                     ["VARCHAR", "BIGINT", "VARCHAR", "VARCHAR[]", "BIGINT", "VARCHAR[]", "VARCHAR[]",
-                      "MAP(VARCHAR, VARCHAR)"], RUN_TYPE, side_effects=True)
+    return [
+        UDF("__kanon_ec", kanon_ec, ("BIGINT", "BIGINT"), "BIGINT", side_effects=True),
+        UDF("__kanon_plan", kanon_plan, ("VARCHAR", "VARCHAR[]", "VARCHAR[]", "VARCHAR[]"), PLAN_TYPE),
+        UDF("__kanon_run", kanon_run,
+            ("VARCHAR", "BIGINT", "VARCHAR", "VARCHAR[]", "BIGINT", "VARCHAR[]", "VARCHAR[]",
+             "MAP(VARCHAR, VARCHAR)"), RUN_TYPE, side_effects=True),
+    ]

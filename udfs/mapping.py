@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from ._compat import first_value, replace_function
+from kanon_duckdb.udf_spec import UDF, UdfContext, first_value
 
 _ARROW = {"VARCHAR": pa.string(), "BIGINT": pa.int64(), "DOUBLE": pa.float64()}
 
 
-def register_mapping_udfs(con) -> None:
+def declare(ctx: UdfContext) -> list[UDF]:
+    """``__kanon_mapping`` on ``ctx.con``."""
+    con = ctx.con
     from kanon_duckdb.mapping import MAPPING_FIELDS  # light module, no algorithm stack
 
     row_type = pa.struct([(name, _ARROW[t]) for name, t in MAPPING_FIELDS])
@@ -24,4 +26,4 @@ def register_mapping_udfs(con) -> None:
             cur.close()
         return pa.array([rows] * len(tbl), type=pa.list_(row_type))
 
-    replace_function(con, "__kanon_mapping", kanon_mapping, ["VARCHAR"], sql_type, side_effects=True)
+    return [UDF("__kanon_mapping", kanon_mapping, ("VARCHAR",), sql_type, side_effects=True)]

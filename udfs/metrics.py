@@ -35,7 +35,7 @@ from kanon_duckdb.errors import InvalidParameterError, UnknownObjectError
 from kanon_duckdb.sqlutil import quote_ident, resolve_table, table_columns
 from kanon_duckdb.taxonomy.store import recorded_tree_attrs
 
-from ._compat import first_value, replace_function
+from kanon_duckdb.udf_spec import UDF, UdfContext, first_value
 
 META_TYPE = ("STRUCT(run_id BIGINT, k BIGINT, num_qi VARCHAR[], cat_qi VARCHAR[], "
              "lo_cols VARCHAR[], hi_cols VARCHAR[], cat_trees VARCHAR[])")
@@ -165,7 +165,9 @@ def one_column(cur, tbl: str, name) -> str:
     raise UnknownObjectError(f"column '{name}' is not a column of table '{tbl}'; its columns are: {shown}")
 
 
-def register_metric_udfs(con) -> None:
+def declare(ctx: UdfContext) -> list[UDF]:
+    """``__kanon_column``, ``__kanon_meta`` and ``__kanon_qi_cols`` on ``ctx.con`` (deterministic)."""
+    con = ctx.con
     memo = _Memo(con)
 
     def kanon_meta(tbl):
@@ -194,9 +196,11 @@ def register_metric_udfs(con) -> None:
         res = memo.get(("col", t, c), lambda: _with_cursor(con, one_column, t, c))
         return pa.array([res] * len(tbl), type=pa.string())
 
-    replace_function(con, "__kanon_column", kanon_column, ["VARCHAR", "VARCHAR"], "VARCHAR")
-    replace_function(con, "__kanon_meta", kanon_meta, ["VARCHAR"], META_TYPE)
-    replace_function(con, "__kanon_qi_cols", kanon_qi_cols, ["VARCHAR", "VARCHAR[]"], QI_COLS_TYPE)
+    return [
+        UDF("__kanon_column", kanon_column, ("VARCHAR", "VARCHAR"), "VARCHAR"),
+        UDF("__kanon_meta", kanon_meta, ("VARCHAR",), META_TYPE),
+        UDF("__kanon_qi_cols", kanon_qi_cols, ("VARCHAR", "VARCHAR[]"), QI_COLS_TYPE),
+    ]
 
 
-__all__ = ["register_metric_udfs", "anonymized_meta", "qi_columns", "quote_ident"]
+__all__ = ["declare", "anonymized_meta", "qi_columns", "quote_ident"]

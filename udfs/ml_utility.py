@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from ._compat import first_value, replace_function
+from kanon_duckdb.udf_spec import UDF, UdfContext, first_value
 
 ML_TYPE = ("STRUCT(model VARCHAR, accuracy_anon DOUBLE, f1_anon DOUBLE, accuracy_raw DOUBLE, "
            "f1_raw DOUBLE, n_train BIGINT, n_test BIGINT, split VARCHAR)[]")
@@ -20,7 +20,10 @@ _ARROW_TYPE = pa.list_(pa.struct([
     ("n_test", pa.int64()), ("split", pa.string())]))
 
 
-def register_ml_utility_udfs(con) -> None:
+def declare(ctx: UdfContext) -> list[UDF]:
+    """``__kanon_ml`` on ``ctx.con``."""
+    con = ctx.con
+
     def kanon_ml(raw_tbl, anon_tbl, label, models, seed, test_fraction, qi, encoding, features):
         # imported on first use
         from kanon_duckdb.ml_utility import RESULT_FIELDS, classification_utility
@@ -38,6 +41,6 @@ def register_ml_utility_udfs(con) -> None:
         value = [{f: r[f] for f in RESULT_FIELDS} for r in rows]
         return pa.array([value] * len(raw_tbl), type=_ARROW_TYPE)
 
-    replace_function(con, "__kanon_ml", kanon_ml,
-                     ["VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR[]", "BIGINT", "DOUBLE", "VARCHAR[]",
-                      "VARCHAR", "VARCHAR"], ML_TYPE, side_effects=True)
+    return [UDF("__kanon_ml", kanon_ml,
+                ("VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR[]", "BIGINT", "DOUBLE", "VARCHAR[]",
+                 "VARCHAR", "VARCHAR"), ML_TYPE, side_effects=True)]

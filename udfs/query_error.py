@@ -15,26 +15,17 @@ DuckDB 2.0 has no Python table functions: ``query_error`` calls a deterministic 
 constant arguments, which DuckDB folds at bind time, and runs the SQL it returns through
 ``query(...)``; the workload macros unnest the STRUCT lists their UDFs return. The UDFs read
 tables through ``con.cursor()`` (TEMP tables and uncommitted changes are not visible).
-Registration is idempotent (remove, then create).
 """
 from __future__ import annotations
 
-from kanon_duckdb.registration import sql_dir
-
-from ._compat import replace_function
-
-SQL_FILE = "query_error.sql"
+from kanon_duckdb.udf_spec import UDF, UdfContext
 
 
-def macro_sql() -> str:
-    """Text of ``sql/query_error.sql`` (the wheel's kanon_duckdb/sql, else the source tree's sql/)."""
-    return sql_dir().joinpath(SQL_FILE).read_text(encoding="utf-8")
-
-
-def register_query_error(con) -> None:
-    """Create (or replace) the UDFs and macros above on ``con``.
-
-    The rewriter (sqlglot) is imported on first use, so connect() does not pay for it."""
+def declare(ctx: UdfContext) -> list[UDF]:
+    """The UDFs above on ``ctx.con``: native (one call per row), deterministic, so constant
+    arguments fold at bind time as ``query()`` needs. The rewriter (sqlglot) is imported on first
+    use, so connect() does not pay for it."""
+    con = ctx.con
 
     def rewrite_udf(sql, anon_tbl):
         from kanon_duckdb.rewrite import kanon_rewrite
@@ -55,16 +46,14 @@ def register_query_error(con) -> None:
         return [{"qid": q, "raw_value": a, "anon_estimate": e}
                 for q, a, e in workload_errors(con, workload_tbl, raw_tbl, anon_tbl)]
 
-    functions = [
-        ("kanon_rewrite", rewrite_udf, ["VARCHAR", "VARCHAR"], "VARCHAR", "default"),
-        ("kanon_query_error_sql", query_error_udf, ["VARCHAR"] * 3, "VARCHAR", "default"),
-        ("kanon_query_workload", workload_udf, ["VARCHAR", "BIGINT", "BIGINT", "BIGINT", "VARCHAR[]"],
-         "STRUCT(qid BIGINT, sql VARCHAR)[]", "special"),
-        ("kanon_workload_errors", workload_errors_udf, ["VARCHAR"] * 3,
-         "STRUCT(qid BIGINT, raw_value DOUBLE, anon_estimate DOUBLE)[]", "default"),
+    return [
+        UDF("kanon_rewrite", rewrite_udf, ("VARCHAR", "VARCHAR"), "VARCHAR", arrow=False,
+            null_handling="default"),
+        UDF("kanon_query_error_sql", query_error_udf, ("VARCHAR",) * 3, "VARCHAR", arrow=False,
+            null_handling="default"),
+        UDF("kanon_query_workload", workload_udf, ("VARCHAR", "BIGINT", "BIGINT", "BIGINT", "VARCHAR[]"),
+            "STRUCT(qid BIGINT, sql VARCHAR)[]", arrow=False, null_handling="special"),
+        UDF("kanon_workload_errors", workload_errors_udf, ("VARCHAR",) * 3,
+            "STRUCT(qid BIGINT, raw_value DOUBLE, anon_estimate DOUBLE)[]", arrow=False,
+            null_handling="default"),
     ]
-    for name, fn, params, ret, nulls in functions:
-        # deterministic (not side_effects): constant arguments fold at bind time, as query() needs
-        replace_function(con, name, fn, params, ret, side_effects=False, arrow=False,
-                         null_handling=nulls)
-    con.execute(macro_sql())

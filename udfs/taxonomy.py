@@ -17,19 +17,16 @@ named tree a call picks with ``taxonomies := {'sex': 'sex_v2'}`` (taxonomy.store
     SELECT kanon_build_flat('patients', 'sex', attr := 'patients.sex');
     SELECT kanon_check_taxonomy('t', 'city');                 -- 'ok' or an error naming values
 
-Overloads are TEMP macros over internal UDFs (Python UDFs cannot be overloaded).
+Overloads and named arguments are TEMP macros over internal UDFs (Python UDFs cannot be
+overloaded), in ``sql/taxonomy.sql``.
 """
 from __future__ import annotations
 
-import duckdb
-
 from kanon_duckdb.errors import InvalidParameterError
 from kanon_duckdb.taxonomy import store
+from kanon_duckdb.udf_spec import UDF, UdfContext
 
-from ._compat import replace_function
-
-_V, _B = duckdb.sqltypes.VARCHAR, duckdb.sqltypes.BIGINT
-_DOUBLE_LIST = duckdb.list_type(duckdb.sqltypes.DOUBLE)
+_V, _B, _DOUBLE_LIST = "VARCHAR", "BIGINT", "DOUBLE[]"
 
 
 def _need(**kw):
@@ -38,8 +35,9 @@ def _need(**kw):
             raise InvalidParameterError(f"{k} must not be NULL")
 
 
-def register_taxonomy_udfs(con) -> None:
-    """(Re)register the taxonomy functions on ``con`` (idempotent)."""
+def declare(ctx: UdfContext) -> list[UDF]:
+    """The builders and the check above on ``ctx.con`` (native, side effects)."""
+    con = ctx.con
 
     def run(fn, *args, **kwargs):
         cur = con.cursor()
@@ -88,18 +86,5 @@ def register_taxonomy_udfs(con) -> None:
         ("__kanon_build_flat", build_flat, [_V, _V, _V], _B),
         ("__kanon_check_taxonomy", check, [_V, _V, _V], _V),
     ]
-    for name, fn, params, ret in specs:
-        replace_function(con, name, fn, params, ret, side_effects=True, arrow=False)
-    con.execute(
-        "CREATE OR REPLACE TEMP MACRO kanon_build_intervals(tbl, col, widths := NULL, attr := NULL) "
-        "AS __kanon_build_intervals(tbl, col, widths::DOUBLE[], attr::VARCHAR)")
-    con.execute(
-        "CREATE OR REPLACE TEMP MACRO kanon_build_quantiles(tbl, col, bins := NULL, attr := NULL) "
-        "AS __kanon_build_quantiles(tbl, col, bins::BIGINT, attr::VARCHAR)")
-    for name in ("masking", "dates", "flat"):
-        con.execute(
-            f"CREATE OR REPLACE TEMP MACRO kanon_build_{name}(tbl, col, attr := NULL) "
-            f"AS __kanon_build_{name}(tbl, col, attr::VARCHAR)")
-    con.execute(
-        "CREATE OR REPLACE TEMP MACRO kanon_check_taxonomy(tbl, col, attr := NULL) "
-        "AS __kanon_check_taxonomy(tbl, col, attr::VARCHAR)")
+    return [UDF(name, fn, tuple(params), ret, arrow=False, side_effects=True)
+            for name, fn, params, ret in specs]

@@ -11,6 +11,8 @@ from typing import Callable
 
 import numpy as np
 
+from ..progress import ProgressFn, no_progress  # noqa: F401 - the algorithms import them from here
+
 
 @dataclass(frozen=True)
 class QIData:
@@ -102,11 +104,6 @@ class Partition:
     info: dict = field(default_factory=dict)
 
 
-ProgressFn = Callable[[float], None]  # called with the fraction done, 0..1
-
-
-def no_progress(_fraction: float) -> None:
-    return None
 
 
 @dataclass(frozen=True)
