@@ -4,6 +4,7 @@ This layer owns all checks and DuckDB I/O; algorithms see only encoded arrays.
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -11,9 +12,10 @@ import numpy as np
 
 from .algorithms import get_algorithm
 from .algorithms.base import Partition, QIData, no_progress
-from .encoding import QIPlan, encode, plan_qis
+from .encoding import QIPlan, encode, plan_qis, resolve_column
 from .errors import InfeasibleError, InvalidParameterError
 from .generalize import Generalized, generalize, per_qi_loss
+from .params import coerce_params
 from .runs import record_run
 from .taxonomy.store import check_taxonomies_param
 from .warmup import compile_notice
@@ -32,44 +34,23 @@ class AnonymizationResult:
 
 
 def check_k(k, n=None):
-    if k is None or isinstance(k, bool) or int(k) != k:
+    """``k`` as an int >= 1 (and <= n when n is given); integral numbers and digit strings pass."""
+    value = k
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            value = None
+    if (value is None or isinstance(value, bool) or not isinstance(value, (int, float))
+            or isinstance(value, float) and not (math.isfinite(value) and value.is_integer())):
         raise InvalidParameterError(f"k must be an integer >= 1, got {k!r}")
-    k = int(k)
+    k = int(value)
     if k < 1:
         raise InvalidParameterError(f"k={k} is invalid: k must be at least 1")
     if n is not None and k > n:
         raise InvalidParameterError(
             f"k={k} exceeds the number of rows ({n}); choose k <= {n}")
     return k
-
-
-def coerce_params(algo, given: dict | None) -> dict:
-    """Merge user parameters (strings from SQL, or Python values) into the algorithm's defaults."""
-    params = dict(algo.params)
-    for name, value in (given or {}).items():
-        if value is None:
-            continue
-        if name not in algo.params:
-            applicable = ", ".join(sorted(algo.params)) or "none"
-            raise InvalidParameterError(
-                f"parameter '{name}' does not apply to algo '{algo.name}' (its parameters: {applicable})")
-        default = algo.params[name]
-        try:
-            if isinstance(default, bool):
-                value = value if isinstance(value, bool) else str(value).lower() in ("1", "true", "t", "yes")
-            elif isinstance(default, int) and not isinstance(default, bool):
-                value = int(float(value))
-            elif isinstance(default, float):
-                value = float(value)
-            elif isinstance(default, (list, tuple)):
-                value = list(value) if not isinstance(value, str) else [v.strip() for v in value.strip("[]").split(",") if v.strip()]
-            else:
-                value = value if not isinstance(value, bytes) else value.decode()
-        except (TypeError, ValueError):
-            raise InvalidParameterError(
-                f"parameter '{name}' of algo '{algo.name}' expects a {type(default).__name__}, got {value!r}")
-        params[name] = value
-    return params
 
 
 def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, categorical=None,
@@ -88,20 +69,10 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
     if seed is None:
         seed = 0
     seed = int(seed)
-    user_params = dict(params or {})
-    params = coerce_params(algorithm, params)
+    given = dict(params or {})
+    params = coerce_params(algorithm, given)
     plan = plan_qis(con, table, qi, numeric, categorical)
-    extra = []
-    for p in ("sensitive",):
-        c = params.get(p)
-        if not c:
-            continue
-        if c not in plan.types:
-            if user_params.get(p) is None:
-                continue  # the algorithm's default column is absent: it falls back (documented)
-            from .errors import UnknownObjectError
-            raise UnknownObjectError(f"column '{c}' does not exist in table {table!r}")
-        extra.append(c)
+    extra = extra_columns(plan, algorithm, params, given)
     taxonomies = check_taxonomies_param(taxonomies, plan.qi)
     with compile_notice(algorithm.name):  # says so when numba compiles (first use only)
         rowid, data = encode(con, plan, extra_columns=extra,
@@ -124,6 +95,40 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
                             weights=part.info.get("weights"), details=part.info,
                             qi_trees=data.tree_attrs)
     return AnonymizationResult(run_id, plan, data, rowid, g, part, elapsed, params)
+
+
+def extra_columns(plan: QIPlan, algorithm, params: dict, given: dict) -> list:
+    """Columns named by the algorithm's column parameters, resolved in the table (the value in
+    ``params`` is replaced by the table's spelling). A default column the table lacks is
+    skipped (the algorithm falls back, documented); a named one must exist and be flat."""
+    extra: list = []
+    for name in algorithm.column_params():
+        value = params.get(name)
+        if not value:
+            continue
+        names = [value] if isinstance(value, str) else list(value)
+        resolved = []
+        for c in names:
+            col = resolve_column(plan, c, what=f"{name} :=", required=given.get(name) is not None)
+            if col is None:
+                continue
+            base = plan.types[col].split("(")[0].split("[")[0].strip().upper()
+            if base in _NESTED or plan.types[col].endswith("]"):
+                raise InvalidParameterError(
+                    f"{name} := '{col}' is a {plan.types[col]} column; a sensitive/extra column "
+                    f"must hold plain values (a number, text, date...); unnest it or pick a "
+                    f"scalar field first")
+            resolved.append(col)
+            if col not in extra:
+                extra.append(col)
+        if isinstance(value, str):
+            params[name] = resolved[0] if resolved else value
+        else:
+            params[name] = resolved
+    return extra
+
+
+_NESTED = {"STRUCT", "MAP", "LIST", "UNION", "ARRAY", "VARIANT"}
 
 
 def _verify(g: Generalized, k: int) -> None:

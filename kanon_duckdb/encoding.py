@@ -15,6 +15,7 @@ NULL policy (documented in the README):
 """
 from __future__ import annotations
 
+import difflib
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -78,11 +79,10 @@ def plan_qis(con, table, qi, numeric=None, categorical=None) -> QIPlan:
             f"no quasi-identifiers given; pass qi := ['col', ...] with columns of {table!r}: "
             + ", ".join(c for c, _ in cols))
     forced_num, forced_cat = _as_list(numeric, "numeric"), _as_list(categorical, "categorical")
-    for c in qi + forced_num + forced_cat:
-        if c not in types:
-            raise UnknownObjectError(
-                f"column '{c}' does not exist in table {table!r}; its columns are: "
-                + ", ".join(col for col, _ in cols))
+    names = [c for c, _ in cols]
+    qi = [_resolve(names, c, table, "qi") for c in qi]
+    forced_num = [_resolve(names, c, table, '"numeric"') for c in forced_num]
+    forced_cat = [_resolve(names, c, table, "categorical") for c in forced_cat]
     if len(set(qi)) != len(qi):
         raise InvalidParameterError(f"qi lists a column twice: {qi}")
     both = set(forced_num) & set(forced_cat)
@@ -107,14 +107,44 @@ def plan_qis(con, table, qi, numeric=None, categorical=None) -> QIPlan:
     return QIPlan(table, table_sql, qi, num, integer, cat, types, [c for c, _ in cols])
 
 
+def _resolve(names, c, table, what):
+    """The table's spelling of column ``c``: exact, else the one case-insensitive match (DuckDB
+    identifiers are case-insensitive); otherwise an error naming the closest columns."""
+    if c in names:
+        return c
+    low = [n for n in names if n.lower() == c.lower()]
+    if len(low) == 1:
+        return low[0]
+    close = difflib.get_close_matches(c.lower(), [n.lower() for n in names], n=3, cutoff=0.6)
+    hint = ""
+    if close:
+        hint = " Did you mean " + " or ".join(
+            repr(next(n for n in names if n.lower() == m)) for m in close) + "?"
+    raise UnknownObjectError(
+        f"column '{c}' does not exist in {table!r} (named in {what} :=).{hint} Its columns are: "
+        + ", ".join(names))
+
+
+def resolve_column(plan: QIPlan, c, *, what, required=True):
+    """``_resolve`` on the plan's columns; None for an absent column when not ``required``."""
+    try:
+        return _resolve(plan.columns, c, plan.table, what.rstrip(" :="))
+    except UnknownObjectError:
+        if required:
+            raise
+        return None
+
+
 ADDED_COLUMNS = ("ec", "ec_size", "suppressed", "kanon_run")
 
 
 def _check_output_names(columns, numeric):
     """The output adds ``ADDED_COLUMNS`` and c_min/c_max per numeric QI: a table column of such a
-    name (or of the reserved ``__kanon_`` prefix) would be shadowed, so it is refused."""
-    taken = set(ADDED_COLUMNS) | {f"{c}_{end}" for c in numeric for end in ("min", "max")}
-    clash = [c for c in columns if c in taken or c.startswith("__kanon_")]
+    name (or of the reserved ``__kanon_`` prefix) would be shadowed, so it is refused. Names
+    compare case-insensitively, as DuckDB compares identifiers (``EC`` clashes with ``ec``)."""
+    taken = {c.lower() for c in ADDED_COLUMNS} | {f"{c}_{end}".lower() for c in numeric
+                                                   for end in ("min", "max")}
+    clash = [c for c in columns if c.lower() in taken or c.lower().startswith("__kanon_")]
     if clash:
         raise InvalidParameterError(
             f"column(s) {', '.join(repr(c) for c in clash)} clash with the columns k_anonymize "

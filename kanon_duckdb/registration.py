@@ -18,6 +18,7 @@ from pathlib import Path
 import duckdb
 
 from .interrupt import install_sigint_handler
+from .params import render_sql
 from .runs import ensure_runs_table
 from .progress import ProgressFn, no_progress
 from .udf_spec import UDF, UdfContext, create
@@ -84,7 +85,7 @@ def register(con: duckdb.DuckDBPyConnection, *, progress: ProgressFn | None = No
     for udf in declared_udfs(ctx):
         create(con, udf)
     for _name, text in sql_scripts():
-        con.execute(text)
+        con.execute(render_sql(text))
     _open.add(con)
     from .warmup import preload_in_background
     preload_in_background()  # numba and the default kernels, so the first call is quick

@@ -9,22 +9,14 @@
 -- (it fails if a scanned row was not anonymized; a row count check catches rows that vanished).
 -- The per-class published columns are built first (one row per class, named after the QIs
 -- through a 0-row copy of the table), so the row-level join carries scalars rather than lists.
+-- The algorithm parameters (/*KANON_PARAMS*/) are generated from the parameter registry
+-- (kanon_duckdb/params.py) at registration; their values reach the UDF as one JSON object.
 CREATE OR REPLACE MACRO k_anonymize(tbl, k := 2, algo := 'mondrian', qi := NULL, seed := 0,
-        "numeric" := NULL, categorical := NULL, max_suppression := NULL, loss := NULL,
-        stars := NULL, iterations := NULL, sensitive := NULL, cof_threshold := NULL,
-        cof_neighbors := NULL, population := NULL, max_evaluations := NULL,
-        crossover_rate := NULL, mutation_rate := NULL, horizontal_rate := NULL,
-        seed_choice := NULL, cost := NULL) AS TABLE
+        "numeric" := NULL, categorical := NULL, params := NULL/*KANON_PARAMS*/) AS TABLE
 WITH __kanon_res AS MATERIALIZED (
-    SELECT __kanon_run(tbl, k, algo, qi, seed, "numeric", categorical,
-        map(['max_suppression', 'loss', 'stars', 'iterations', 'sensitive', 'cof_threshold',
-             'cof_neighbors', 'population', 'max_evaluations', 'crossover_rate', 'mutation_rate',
-             'horizontal_rate', 'seed_choice', 'cost'],
-            [max_suppression::VARCHAR, loss::VARCHAR, stars::VARCHAR, iterations::VARCHAR,
-             sensitive::VARCHAR, cof_threshold::VARCHAR, cof_neighbors::VARCHAR,
-             population::VARCHAR, max_evaluations::VARCHAR, crossover_rate::VARCHAR,
-             mutation_rate::VARCHAR, horizontal_rate::VARCHAR, seed_choice::VARCHAR,
-             cost::VARCHAR])) AS r
+    SELECT __kanon_run(tbl, to_json({'k': k, 'algo': algo, 'qi': qi, 'seed': seed,
+                                     'numeric': "numeric", 'categorical': categorical}),
+                       to_json(/*KANON_PARAM_STRUCT*/), to_json(params)) AS r
 ),
 __kanon_classes AS (
     SELECT unnest(r.classes) AS __kanon_c, (SELECT r.run_id FROM __kanon_res) AS __kanon_run_id
@@ -32,21 +24,21 @@ __kanon_classes AS (
 ),
 __kanon_empty AS (
     FROM query('SELECT NULL AS __kanon_pi, NULL AS __kanon_pf, NULL AS __kanon_pc, * FROM '
-               || __kanon_plan(tbl, qi, "numeric", categorical).tbl_sql || ' LIMIT 0')
+               || __kanon_plan(tbl, to_json({'qi': qi, 'numeric': "numeric", 'categorical': categorical})).tbl_sql || ' LIMIT 0')
 ),
 __kanon_cls AS (
 SELECT
     __kanon_c.ec AS __kanon_cec,
-    list_extract(__kanon_c.lo_i, list_position(__kanon_plan(tbl, qi, "numeric", categorical).int_qi,
-        alias(COLUMNS(lambda x: x = '__kanon_pi' OR list_contains(__kanon_plan(tbl, qi, "numeric", categorical).int_qi, x))))) AS '\0_min',
-    list_extract(__kanon_c.hi_i, list_position(__kanon_plan(tbl, qi, "numeric", categorical).int_qi,
-        alias(COLUMNS(lambda x: x = '__kanon_pi' OR list_contains(__kanon_plan(tbl, qi, "numeric", categorical).int_qi, x))))) AS '\0_max',
-    list_extract(__kanon_c.lo_f, list_position(__kanon_plan(tbl, qi, "numeric", categorical).float_qi,
-        alias(COLUMNS(lambda x: x = '__kanon_pf' OR list_contains(__kanon_plan(tbl, qi, "numeric", categorical).float_qi, x))))) AS '\0_min',
-    list_extract(__kanon_c.hi_f, list_position(__kanon_plan(tbl, qi, "numeric", categorical).float_qi,
-        alias(COLUMNS(lambda x: x = '__kanon_pf' OR list_contains(__kanon_plan(tbl, qi, "numeric", categorical).float_qi, x))))) AS '\0_max',
-    list_extract(__kanon_c.labels, list_position(__kanon_plan(tbl, qi, "numeric", categorical).cat_qi,
-        alias(COLUMNS(lambda x: x = '__kanon_pc' OR list_contains(__kanon_plan(tbl, qi, "numeric", categorical).cat_qi, x))))) AS '\0',
+    list_extract(__kanon_c.lo_i, list_position(__kanon_plan(tbl, to_json({'qi': qi, 'numeric': "numeric", 'categorical': categorical})).int_qi,
+        alias(COLUMNS(lambda x: x = '__kanon_pi' OR list_contains(__kanon_plan(tbl, to_json({'qi': qi, 'numeric': "numeric", 'categorical': categorical})).int_qi, x))))) AS '\0_min',
+    list_extract(__kanon_c.hi_i, list_position(__kanon_plan(tbl, to_json({'qi': qi, 'numeric': "numeric", 'categorical': categorical})).int_qi,
+        alias(COLUMNS(lambda x: x = '__kanon_pi' OR list_contains(__kanon_plan(tbl, to_json({'qi': qi, 'numeric': "numeric", 'categorical': categorical})).int_qi, x))))) AS '\0_max',
+    list_extract(__kanon_c.lo_f, list_position(__kanon_plan(tbl, to_json({'qi': qi, 'numeric': "numeric", 'categorical': categorical})).float_qi,
+        alias(COLUMNS(lambda x: x = '__kanon_pf' OR list_contains(__kanon_plan(tbl, to_json({'qi': qi, 'numeric': "numeric", 'categorical': categorical})).float_qi, x))))) AS '\0_min',
+    list_extract(__kanon_c.hi_f, list_position(__kanon_plan(tbl, to_json({'qi': qi, 'numeric': "numeric", 'categorical': categorical})).float_qi,
+        alias(COLUMNS(lambda x: x = '__kanon_pf' OR list_contains(__kanon_plan(tbl, to_json({'qi': qi, 'numeric': "numeric", 'categorical': categorical})).float_qi, x))))) AS '\0_max',
+    list_extract(__kanon_c.labels, list_position(__kanon_plan(tbl, to_json({'qi': qi, 'numeric': "numeric", 'categorical': categorical})).cat_qi,
+        alias(COLUMNS(lambda x: x = '__kanon_pc' OR list_contains(__kanon_plan(tbl, to_json({'qi': qi, 'numeric': "numeric", 'categorical': categorical})).cat_qi, x))))) AS '\0',
     __kanon_c.size AS __kanon_csize,
     __kanon_c.suppressed AS __kanon_csup,
     __kanon_run_id
@@ -54,7 +46,7 @@ FROM __kanon_classes LEFT JOIN __kanon_empty ON true
 ),
 __kanon_src AS (
     FROM query('SELECT rowid AS __kanon_rid, NULL AS __kanon_pn, NULL AS __kanon_pi, NULL AS __kanon_pf, NULL AS __kanon_pc, * FROM '
-               || __kanon_plan(tbl, qi, "numeric", categorical).tbl_sql)
+               || __kanon_plan(tbl, to_json({'qi': qi, 'numeric': "numeric", 'categorical': categorical})).tbl_sql)
 ),
 __kanon_rows AS (
     SELECT *, __kanon_ec((SELECT r.token FROM __kanon_res), __kanon_rid) AS __kanon_ec
@@ -64,10 +56,10 @@ __kanon_rows AS (
 -- error (a table may have no integer, float or categorical QI); the paddings are dropped at the end.
 __kanon_out AS (
 SELECT
-    COLUMNS(lambda x: x = '__kanon_pn' OR (NOT list_contains(__kanon_plan(tbl, qi, "numeric", categorical).out_cols, x)
+    COLUMNS(lambda x: x = '__kanon_pn' OR (NOT list_contains(__kanon_plan(tbl, to_json({'qi': qi, 'numeric': "numeric", 'categorical': categorical})).out_cols, x)
                       AND NOT starts_with(x, '__kanon_'))),
     __kanon_cls.* EXCLUDE (__kanon_cec, __kanon_csize, __kanon_csup, __kanon_run_id),
-    CASE WHEN (FROM query('SELECT count(*) FROM ' || __kanon_plan(tbl, qi, "numeric", categorical).tbl_sql))
+    CASE WHEN (FROM query('SELECT count(*) FROM ' || __kanon_plan(tbl, to_json({'qi': qi, 'numeric': "numeric", 'categorical': categorical})).tbl_sql))
               IS DISTINCT FROM (SELECT r.n_rows FROM __kanon_res)
          THEN error('k_anonymize: the table changed during the call (rows were deleted); run it again')
          ELSE __kanon_rows.__kanon_ec END AS ec,

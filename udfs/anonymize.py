@@ -155,8 +155,10 @@ def declare(ctx: UdfContext) -> list[UDF]:
     plan_cache: dict = {}
     assignments = Assignments()
 
-    def kanon_plan(tbl, qi, numeric, categorical):
-        args = (first_value(tbl), first_value(qi), first_value(numeric), first_value(categorical))
+    def kanon_plan(tbl, spec_json):
+        from kanon_duckdb.params import parse_json_params
+        spec = parse_json_params(first_value(spec_json))
+        args = (first_value(tbl), spec.get("qi"), spec.get("numeric"), spec.get("categorical"))
         key = (repr(args), _catalog_version(con))
         struct = plan_cache.get(key) if key[1] is not None else None
         if struct is None:
@@ -173,17 +175,20 @@ def declare(ctx: UdfContext) -> list[UDF]:
                 plan_cache[key] = struct
         return pa.array([struct] * len(tbl))
 
-    def kanon_run(tbl, k, algo, qi, seed, numeric, categorical, params):
+    def kanon_run(tbl, spec_json, named_json, params_json):
         # numba and the kernels load on first use
         from kanon_duckdb.anonymize import anonymize
+        from kanon_duckdb.params import merge_params, parse_json_params
+        spec = parse_json_params(first_value(spec_json))
+        params = merge_params(parse_json_params(first_value(named_json)),
+                              parse_json_params(first_value(params_json)))
         cur = con.cursor()
         try:
-            p = first_value(params) or []
             with interrupt.watch(con, ctx.progress) as progress:
-                res = anonymize(cur, first_value(tbl), k=first_value(k), algo=first_value(algo),
-                                qi=first_value(qi), seed=first_value(seed),
-                                numeric=first_value(numeric), categorical=first_value(categorical),
-                                params=dict(p), progress=progress)
+                res = anonymize(cur, first_value(tbl), k=spec.get("k"), algo=spec.get("algo"),
+                                qi=spec.get("qi"), seed=spec.get("seed"),
+                                numeric=spec.get("numeric"), categorical=spec.get("categorical"),
+                                params=params, progress=progress)
         finally:
             cur.close()
         token = assignments.add(res.rowid, res.generalized.ec)
@@ -201,8 +206,7 @@ def declare(ctx: UdfContext) -> list[UDF]:
 
     return [
         UDF("__kanon_ec", kanon_ec, ("BIGINT", "BIGINT"), "BIGINT", side_effects=True),
-        UDF("__kanon_plan", kanon_plan, ("VARCHAR", "VARCHAR[]", "VARCHAR[]", "VARCHAR[]"), PLAN_TYPE),
-        UDF("__kanon_run", kanon_run,
-            ("VARCHAR", "BIGINT", "VARCHAR", "VARCHAR[]", "BIGINT", "VARCHAR[]", "VARCHAR[]",
-             "MAP(VARCHAR, VARCHAR)"), RUN_TYPE, side_effects=True),
+        UDF("__kanon_plan", kanon_plan, ("VARCHAR", "VARCHAR"), PLAN_TYPE),
+        UDF("__kanon_run", kanon_run, ("VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR"), RUN_TYPE,
+            side_effects=True),
     ]

@@ -108,10 +108,26 @@ class Partition:
 
 @dataclass(frozen=True)
 class Algorithm:
-    """Registry entry: name, run function, family ('local' or 'lattice'), parameters with defaults."""
+    """Registry entry: name, run function, family ('local' or 'lattice'), parameters, summary.
+
+    ``params`` is given as ``kanon_duckdb.params.declared(name)`` (the Param declarations of
+    ``params.ALGORITHM_PARAMS``; a ``{name: default}`` dict is still read, SHARED names typed);
+    after construction ``specs`` maps each name to its Param and ``params`` to its default.
+    """
     name: str
     run: Callable
     family: str
     params: dict
     summary: str
     needs_num_trees: bool = False
+    specs: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self):
+        from ..params import declare
+        specs = declare(self.params)
+        object.__setattr__(self, "specs", specs)
+        object.__setattr__(self, "params", {n: p.default for n, p in specs.items()})
+
+    def column_params(self) -> list:
+        """Names of the parameters that name input columns (read into ``QIData.extra``)."""
+        return [n for n, p in self.specs.items() if p.kind in ("column", "columns")]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...params import declared
 from ..base import Algorithm, Partition, QIData, no_progress
 from ._blackhole import run_black_hole
 
@@ -40,6 +41,6 @@ def run(data: QIData, k: int, seed: int, params: dict, progress=no_progress) -> 
                           "random clustering (random number of clusters)")
 
 
-ENTRY = Algorithm("bha", run, "local", {"stars": 3, "iterations": 10},
+ENTRY = Algorithm("bha", run, "local", declared("bha"),
               "black-hole search over random clusterings (BHA baseline, Kacha et al. 2021)")
 ALGORITHMS = [ENTRY]

@@ -30,6 +30,7 @@ import dataclasses
 
 import numpy as np
 
+from ...params import declared
 from ..base import Algorithm, Partition, QIData, no_progress
 from ..mondrian import partition_rows
 from ._ncp import build_ncp_data
@@ -131,6 +132,6 @@ def run(data: QIData, k: int, seed: int, params: dict, progress=no_progress) -> 
     return Partition(ec=ec, info=info)
 
 
-ENTRY = Algorithm("cof_mondrian", run, "local", {"cof_threshold": 1.5, "cof_neighbors": 10},
+ENTRY = Algorithm("cof_mondrian", run, "local", declared("cof_mondrian"),
               "Mondrian + connectivity-based outlier factor (Kara & Eyüpoğlu 2023)")
 ALGORITHMS = [ENTRY]

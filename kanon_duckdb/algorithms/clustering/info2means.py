@@ -53,10 +53,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...params import declared
 from ..base import Algorithm, Partition, QIData, no_progress
 from ._ncp import build_ncp_data
 from .info2means_kernels import greedy_fill, info_loss_labels, two_means
-
 
 
 def binary_target(column) -> tuple[np.ndarray, np.ndarray, str]:
@@ -218,6 +218,6 @@ def run(data: QIData, k: int, seed: int, params: dict, progress=no_progress) -> 
     return Partition(ec=ec, info=info)
 
 
-ENTRY = Algorithm("info2means", run, "local", {"sensitive": "income"},
+ENTRY = Algorithm("info2means", run, "local", declared("info2means"),
               "information-quantity loss, weighted recursive 2-means + greedy (Yuan et al. 2024)")
 ALGORITHMS = [ENTRY]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...params import declared
 from ..base import Algorithm, Partition, QIData, no_progress
 from ._blackhole import Stopped, run_black_hole
 from .kab_kernels import assign_leftovers, ncp_clustering_chunk
@@ -65,6 +66,6 @@ def run(data: QIData, k: int, seed: int, params: dict, progress=no_progress) -> 
                           "NCP clustering (Algorithm 1)")
 
 
-ENTRY = Algorithm("kab", run, "local", {"stars": 3, "iterations": 10},
+ENTRY = Algorithm("kab", run, "local", declared("kab"),
               "black-hole search over NCP clusterings (Kacha et al. 2021)")
 ALGORITHMS = [ENTRY]

@@ -41,16 +41,17 @@ import numpy as np
 
 from ..._numba_config import njit
 from ...errors import InvalidParameterError
+from ...params import declared
 from ..base import Algorithm, Partition, QIData, no_progress
 from ._common import trivial_labels
 from ._ncp import (_remove, add_record, argmax_pair_dist, assign_to_cheapest, build_ncp_data,
                    n_threads, ncp_with, new_stats, run_in_chunks, smallest_ncp_with)
 
-
-SEED_CHOICES = ("furthest", "random")
-COSTS = ("ncp", "height")
-DEFAULT_SEED_CHOICE = "furthest"
-DEFAULT_COST = "ncp"
+_SPECS = {p.name: p for p in declared("kmember")}
+SEED_CHOICES = _SPECS["seed_choice"].choices
+COSTS = _SPECS["cost"].choices
+DEFAULT_SEED_CHOICE = _SPECS["seed_choice"].default
+DEFAULT_COST = _SPECS["cost"].default
 
 # ------------------------------------------------------------------------------------------------
 # kernels
@@ -182,6 +183,6 @@ def run(data: QIData, k: int, seed: int, params: dict, progress=no_progress) -> 
 
 
 ENTRY = Algorithm("kmember", run, "local",
-                  {"seed_choice": DEFAULT_SEED_CHOICE, "cost": DEFAULT_COST},
+                  declared("kmember"),
                   "greedy k-member clustering (Byun et al. 2007; Wang, Liu, Gao's Table III "
                   "with seed_choice := 'random', cost := 'height')")

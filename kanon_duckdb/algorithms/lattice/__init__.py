@@ -24,6 +24,7 @@ import time
 
 from ...errors import InfeasibleError
 from ... import interrupt
+from ...params import declared
 from ..base import Algorithm, Partition, QIData, no_progress
 from . import datafly, kgen, optimal, random_search
 from .checker import LOSSES, NodeChecker
@@ -94,20 +95,16 @@ def _optimal(ch, params, seed, progress):
     return optimal.search(ch, progress)
 
 
-_COMMON = {"max_suppression": 0.0, "loss": "log"}
-_GA = {"population": 100, "max_evaluations": 5000, "crossover_rate": 0.9, "mutation_rate": 0.2,
-       "horizontal_rate": 0.4}
 
 ALGORITHMS = [
-    Algorithm("optimal", _runner("optimal", _optimal), "lattice", dict(_COMMON),
+    Algorithm("optimal", _runner("optimal", _optimal), "lattice", declared("optimal"),
               "exact minimum-loss full-domain generalization (OLA/Flash-style pruned search)",
               needs_num_trees=True),
-    Algorithm("kgen", _runner("kgen", kgen.search), "lattice", {**_COMMON, **_GA},
+    Algorithm("kgen", _runner("kgen", kgen.search), "lattice", declared("kgen"),
               "KGEN genetic lattice search (De Pascale et al. 2023)", needs_num_trees=True),
-    Algorithm("random", _runner("random", random_search.search), "lattice",
-              {**_COMMON, "max_evaluations": 5000},
+    Algorithm("random", _runner("random", random_search.search), "lattice", declared("random"),
               "random lattice search baseline (uniform nodes, fixed budget)", needs_num_trees=True),
-    Algorithm("datafly", _runner("datafly", datafly.search), "lattice", dict(_COMMON),
+    Algorithm("datafly", _runner("datafly", datafly.search), "lattice", declared("datafly"),
               "Sweeney's Datafly heuristic", needs_num_trees=True),
 ]
 
