@@ -9,10 +9,11 @@ from __future__ import annotations
 import argparse
 import time
 
+import pyarrow as pa
+
 import kanon_duckdb
 from kanon_duckdb.algorithms import registry
 from kanon_duckdb.demo import DEFAULT_QI, k_anonymize_sql
-from kanon_duckdb.table_format import format_table
 
 
 def main() -> None:
@@ -45,8 +46,9 @@ def main() -> None:
                     "SELECT gcp('anon'), discernibility('anon'), cavg('anon')").fetchall()[0]
                 rows.append((algo, k, f"{100 * gcp:.2f}", dm, f"{cavg:.2f}", f"{secs:.2f}"))
         print(f"{src}: {con.execute(f'SELECT count(*) FROM {src}').fetchall()[0][0]} rows")
-        print(format_table(["algo", "k", "GCP %", "DM", "C_avg", "seconds"], rows,
-                           align="lrrrrr", footer=False))
+        result = pa.table({name: [r[i] for r in rows] for i, name in
+                           enumerate(["algo", "k", "GCP %", "DM", "C_avg", "seconds"])})
+        con.from_arrow(result).show(max_rows=len(rows) + 1)  # DuckDB's own table renderer
     finally:
         con.close()
 

@@ -7,19 +7,20 @@ The stock DuckDB CLI cannot load Python UDFs, so this is the product's "DuckDB s
   running query; Ctrl-D or ``.quit`` leaves.
 - Otherwise (a pipe or a file on stdin): every statement is run in order; the exit status is 1 if
   any statement failed (``--bail`` stops at the first failure).
-- Results are aligned tables (long results show their first and last rows, wide ones drop middle
-  columns); errors are one line on stderr, without a Python traceback.
+- Results are printed by DuckDB's own box renderer (``DuckDBPyRelation.show``: long results show
+  their first and last rows, wide ones drop middle columns, NULL shown as NULL); errors are one
+  line on stderr, without a Python traceback.
 - Dot-commands: ``.help``, ``.tables``, ``.quit``, ``.timer on|off``, ``.read FILE``.
 """
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import re
+import shutil
 import sys
 import time
-
-from .table_format import MAX_ROWS, ResultCollector, format_table, terminal_width
 
 HISTORY_FILE = "~/.kanon_duckdb_history"
 PROMPT = "kanon> "
@@ -36,6 +37,19 @@ Statements end with ';'. Everything kanon-duckdb defines is registered, e.g.:
   SELECT * FROM kanon_taxonomy LIMIT 5;
   CREATE TABLE t_k5 AS FROM k_anonymize('t', k := 5, qi := ['age', 'zip']);
   SELECT * FROM kanon_runs;"""
+
+MAX_ROWS = 40          # rows shown before the renderer elides the middle
+
+
+def terminal_width(default: int = 200) -> int:
+    """Width of the terminal on stdout; ``$COLUMNS`` or ``default`` when stdout is not a terminal."""
+    if sys.stdout.isatty():
+        return max(40, shutil.get_terminal_size((default, 24)).columns)
+    try:
+        return max(40, int(os.environ["COLUMNS"]))
+    except (KeyError, ValueError):
+        return default
+
 
 _SHOWN_TYPES = {"SELECT", "EXPLAIN", "PRAGMA", "CALL", "EXECUTE", "RELATION", "LOGICAL_PLAN"}
 _UDF_PREFIX = "Python exception occurred while executing the UDF: "
@@ -151,7 +165,10 @@ class Shell:
 
     # -- SQL --------------------------------------------------------------------------------
     def run_sql(self, stmt: str) -> bool:
-        """Run one statement and print its result; False if it failed."""
+        """Run one statement and print its result; False if it failed.
+
+        A query is a lazy relation that DuckDB's renderer runs once while printing it; other
+        statements run at ``con.sql`` and print nothing but their result rows, if any."""
         import duckdb
 
         t0 = time.perf_counter()
@@ -159,39 +176,35 @@ class Shell:
             try:
                 kind = self.con.extract_statements(stmt)[0].type.name
             except (duckdb.Error, IndexError):
-                kind = None  # let execute() report the parse error
+                kind = None  # let sql() report the parse error
             with self.progress.bar("running") if self.interactive else contextlib.nullcontext():
-                cur = self.con.execute(stmt)
-                desc = cur.description
-                show = desc is not None and (kind in _SHOWN_TYPES or kind is None or not (
-                    len(desc) == 1 and desc[0][0] in ("Count", "Success")))
-                if show:
-                    columns = [d[0] for d in desc]
-                    types = [str(d[1]) for d in desc]
-                    collector = ResultCollector(MAX_ROWS)
-                    while True:
-                        chunk = cur.fetchmany(2048)
-                        if not chunk:
-                            break
-                        collector.add(chunk)
+                rel = self.con.sql(stmt)
+                columns = rel.columns if rel is not None else []
+                show = bool(columns) and (kind in _SHOWN_TYPES or kind is None or not (
+                    len(columns) == 1 and columns[0] in ("Count", "Success")))
+                if show and kind == "EXPLAIN" and len(columns) == 2:
+                    for r in rel.fetchall():
+                        self._print(str(r[1]))
+                elif show:
+                    self._render(rel)
         except KeyboardInterrupt:
             self._error("Interrupted")
             return False
         except Exception as exc:  # noqa: BLE001 - a shell reports every error and goes on
             self._error(error_line(exc))
             return False
-        elapsed = time.perf_counter() - t0
-        if show:
-            rows, elided = collector.rows()
-            if kind == "EXPLAIN" and len(columns) == 2:
-                for r in rows:
-                    self._print(str(r[1]))
-            else:
-                self._print(format_table(columns, rows, types=types, total_rows=collector.n,
-                                         elided=elided, max_width=terminal_width()))
         if self.timer:
-            self._print(f"Run Time: real {elapsed:.3f} s")
+            self._print(f"Run Time: real {time.perf_counter() - t0:.3f} s")
         return True
+
+    def _render(self, rel) -> None:
+        """Print ``rel`` with DuckDB's box renderer (it writes to sys.stdout; captured and copied
+        to ``self.out``)."""
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            rel.show(max_width=terminal_width(), max_rows=MAX_ROWS)
+        self.out.write(buf.getvalue())
+        self.out.flush()
 
     # -- dot-commands -----------------------------------------------------------------------
     def dot(self, line: str) -> bool:
