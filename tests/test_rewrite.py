@@ -151,7 +151,7 @@ def test_rewrite_refuses_unparsable_sql(con):
 
 def test_rewrite_pass_doctests():
     for mod in ("intervals", "fraction", "validate_query", "unqualify_columns", "weight_aggregates",
-                "where_to_fraction", "replace_table", "context", "sqlgen"):
+                "where_to_fraction", "replace_table", "context", "sqlgen", "qi_aggregates"):
         m = importlib.import_module(f"kanon_duckdb.rewrite.{mod}")
         result = doctest.testmod(m)
         assert result.failed == 0, mod
@@ -266,8 +266,73 @@ def test_kanon_rewrite_udf_returns_readable_sql(con):
 
 
 def test_query_error_unsupported_construct_is_a_duckdb_error(con):
-    with pytest.raises(duckdb.Error, match="GROUP BY on numeric quasi-identifier 'age'"):
-        qe(con, "SELECT age, COUNT(*) FROM people GROUP BY age")
+    with pytest.raises(duckdb.Error, match="GROUP BY on non-integer numeric quasi-identifier 'Hours'"):
+        qe(con, "SELECT Hours, COUNT(*) FROM people GROUP BY Hours")
+
+
+def test_avg_sum_of_numeric_qi_use_range_midpoints():
+    """One class 20-29 (raw ages 20, 22, 26, 29): AVG(age) = 24.5 per row, SUM = 4 * 24.5."""
+    c = one_class_db()
+    try:
+        assert estimate(c, "SELECT AVG(age), SUM(age) FROM t", "t_k") == [(24.5, 98.0)]
+        # a WHERE on another column: only the rows with g = 'a' (2 of them)
+        assert estimate(c, "SELECT SUM(age * 2) FROM t WHERE g = 'a'", "t_k") == [(98.0,)]
+    finally:
+        c.close()
+
+
+def test_avg_of_qi_weighted_by_where_on_another_qi(con):
+    """AVG(age) WHERE edu = 'Masters': ec1 (20-29, 'Higher') 4 rows * 1/3, midpoint 24.5;
+    ec3 (40-59, '*') 3 rows * 1/5, midpoint 49.5; suppressed (NULL range -> 20-59, '*') 1/5, 39.5."""
+    w = [4 / 3, 3 / 5, 1 / 5]
+    m = [24.5, 49.5, 39.5]
+    want = sum(a * b for a, b in zip(w, m)) / sum(w)
+    rows = qe(con, "SELECT AVG(age) FROM people WHERE edu = 'Masters'").fetchall()
+    assert rows[0][0] == pytest.approx(32.0)  # raw: ages 23 and 41
+    assert rows[0][1] == pytest.approx(want)
+
+
+def test_group_by_categorical_qi_spreads_over_leaves(con):
+    """GROUP BY edu: ec1 'Higher' (4 rows) gives 4/3 to each of its 3 leaves, ec2 'School' (3 rows)
+    3/2 to each of 2, ec3 and the suppressed row ('*', 4 rows) 4/5 to each of 5 leaves."""
+    rows = dict((r[0], r[1:]) for r in qe(
+        con, "SELECT edu, COUNT(*) AS n FROM people GROUP BY edu").fetchall())
+    assert rows["Bachelors"][0] == 3 and rows["Bachelors"][1] == pytest.approx(4 / 3 + 4 / 5)
+    assert rows["HS-grad"][0] == 2 and rows["HS-grad"][1] == pytest.approx(3 / 2 + 4 / 5)
+    assert sum(r[1] for r in rows.values()) == pytest.approx(11)  # the spread keeps every row
+
+
+def test_group_by_integer_qi_spreads_over_its_range():
+    c = one_class_db()
+    try:
+        got = estimate(c, "SELECT age, COUNT(*) AS n FROM t GROUP BY age ORDER BY age", "t_k")
+        assert [r[0] for r in got] == list(range(20, 30))
+        assert all(r[1] == pytest.approx(0.4) for r in got)  # 4 rows over 10 ages
+        got = estimate(c, "SELECT g, age, SUM(age) FROM t WHERE g = 'b' GROUP BY g, age "
+                          "ORDER BY age LIMIT 1".replace(" LIMIT 1", ""), "t_k")
+        assert got[0][:2] == ("b", 20) and got[0][2] == pytest.approx(0.2 * 24.5)
+    finally:
+        c.close()
+
+
+def test_group_by_qi_with_where_on_the_same_qi_is_refused():
+    c = one_class_db()
+    try:
+        with pytest.raises(UnsupportedQueryError, match="GROUP BY quasi-identifier 'Age' that the "
+                                                        "WHERE clause also constrains"):
+            estimate(c, "SELECT Age, COUNT(*) FROM t WHERE age >= 28 GROUP BY Age", "t_k")
+    finally:
+        c.close()
+
+
+def test_group_by_qi_with_where_on_another_qi(con):
+    """GROUP BY edu WHERE age <= 29: only ec1 (20-29, 'Higher', 4 rows, fraction 1) and the
+    suppressed row (20-59 -> 10/40, '*' -> 1/5 per leaf) reach the estimate."""
+    rows = dict((r[0], r[1:]) for r in qe(
+        con, "SELECT edu, COUNT(*) FROM people WHERE age <= 29 GROUP BY edu").fetchall())
+    assert rows["Masters"][1] == pytest.approx(4 / 3 + 0.25 / 5)
+    assert rows["11th"][1] == pytest.approx(0.25 / 5)
+
 
 
 def test_query_error_unknown_table(con):

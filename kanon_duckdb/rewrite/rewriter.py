@@ -10,6 +10,7 @@ from typing import Protocol
 from sqlglot import exp
 
 from .context import RewriteContext, resolve_context
+from .qi_aggregates import qi_midpoints, spread_qi_groups
 from .replace_table import replace_table
 from .sqlgen import column_names, parse_select, to_sql
 from .unqualify_columns import unqualify_columns
@@ -25,8 +26,10 @@ class RewriteFn(Protocol):
 RULES: tuple = (
     validate_query,
     unqualify_columns,
+    qi_midpoints,
     weight_aggregates,
     where_to_fraction,
+    spread_qi_groups,
     replace_table,
 )
 

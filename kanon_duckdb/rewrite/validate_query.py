@@ -1,16 +1,19 @@
 """Pass 1: refuse what cannot be estimated, naming the construct.
 
 Supported: ``SELECT <group keys>, <COUNT(*)|COUNT(x)|SUM(x)|AVG(x) and arithmetic on them>
-FROM <one table> [WHERE ...] [GROUP BY <non-QI expressions> | ALL] [ORDER BY ...]`` where ``x``
-and the group keys use non-QI columns only and the WHERE clause is supported by ``fraction``.
+FROM <one table> [WHERE ...] [GROUP BY <keys> | ALL] [ORDER BY ...]`` where ``x`` uses non-QI
+columns, or numeric QIs inside SUM/AVG (estimated by range midpoints, see ``qi_aggregates``) that
+the WHERE clause does not constrain; a group key is a non-QI expression or a bare QI column
+(categorical, or integer numeric: estimated per raw value); the WHERE clause is supported by
+``fraction``. Messages name columns as the query wrote them.
 
 >>> import sqlglot
 >>> from .context import RewriteContext
->>> ctx = RewriteContext.manual("t_k", numeric={"age": (0, 99, True)})
->>> validate_query(sqlglot.parse_one("SELECT age, COUNT(*) FROM t GROUP BY age"), ctx)
+>>> ctx = RewriteContext.manual("t_k", numeric={"Age": (0, 99, True)})
+>>> validate_query(sqlglot.parse_one("SELECT AVG(Age) FROM t WHERE Age > 30"), ctx)
 Traceback (most recent call last):
 ...
-kanon_duckdb.errors.UnsupportedQueryError: GROUP BY on numeric quasi-identifier 'age' cannot be estimated; group by non-QI columns only
+kanon_duckdb.errors.UnsupportedQueryError: AVG() over quasi-identifier 'Age' that the WHERE clause also constrains cannot be estimated (the estimate uses the midpoint of each published range, not the mean of its part satisfying the WHERE clause); aggregate it without that condition
 """
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ SUPPORTED_AGGREGATES = (exp.Count, exp.Sum, exp.Avg)
 def _fail(what: str) -> UnsupportedQueryError:
     return UnsupportedQueryError(
         f"{what} is not supported by the query rewriter; supported: SELECT COUNT(*)/COUNT(x)/SUM(x)/AVG(x) "
-        f"FROM one table [WHERE ...] [GROUP BY non-QI columns]")
+        f"FROM one table [WHERE ...] [GROUP BY columns]")
 
 
 def _fname(func) -> str:
@@ -34,12 +37,14 @@ def _fname(func) -> str:
 
 
 def _qis(node, ctx) -> list:
-    return sorted(c for c in column_names(node) if ctx.kind(c))
+    """QI columns under ``node``, named as the query wrote them."""
+    return sorted({c.name for c in node.find_all(exp.Column) if c.name and ctx.kind(c.name)})
 
 
-def _qis_outside_aggregates(node, ctx) -> list:
-    return sorted(c.name.lower() for c in node.find_all(exp.Column)
-                  if ctx.kind(c.name) and not c.find_ancestor(exp.AggFunc))
+def _qis_outside_aggregates(node, ctx, allowed=frozenset()) -> list:
+    return sorted({c.name for c in node.find_all(exp.Column)
+                   if ctx.kind(c.name) and not c.find_ancestor(exp.AggFunc)
+                   and c.name.lower() not in allowed})
 
 
 def validate_query(expression: exp.Expression, ctx) -> exp.Expression:
@@ -76,6 +81,8 @@ def check_query(expression: exp.Expression, ctx):
         if isinstance(node, exp.Filter):
             raise _fail("an aggregate FILTER clause (put the condition in WHERE)")
 
+    where_ = expression.args.get("where")
+    where_qis = {c.lower() for c in _qis(where_, ctx)} if where_ is not None else set()
     n_aggregates = 0
     for agg in (n for n in nodes if isinstance(n, exp.AggFunc)):
         if not isinstance(agg, SUPPORTED_AGGREGATES):
@@ -85,16 +92,26 @@ def check_query(expression: exp.Expression, ctx):
         if any(a is not agg for a in agg.find_all(exp.AggFunc)):
             raise _fail("a nested aggregate")
         qis = _qis(agg, ctx)
-        if qis:
+        cats = [q for q in qis if ctx.kind(q) == "categorical"]
+        if cats or (qis and isinstance(agg, exp.Count)):
             raise UnsupportedQueryError(
-                f"{agg.sql_name()}() over quasi-identifier '{qis[0]}' cannot be estimated; "
-                f"aggregate non-QI columns only")
+                f"{agg.sql_name()}() over {ctx.kind((cats or qis)[0])} quasi-identifier "
+                f"'{(cats or qis)[0]}' cannot be estimated; SUM/AVG over numeric QIs and COUNT(*) "
+                f"are supported")
+        constrained = [q for q in qis if q.lower() in where_qis]
+        if constrained:
+            raise UnsupportedQueryError(
+                f"{agg.sql_name()}() over quasi-identifier '{constrained[0]}' that the WHERE clause "
+                f"also constrains cannot be estimated (the estimate uses the midpoint of each "
+                f"published range, not the mean of its part satisfying the WHERE clause); aggregate "
+                f"it without that condition")
         n_aggregates += 1
     if n_aggregates == 0:
         raise _fail("a query without COUNT/SUM/AVG (row-level results)")
 
     projections = expression.expressions
     group = expression.args.get("group")
+    grouped = set()
     if group is not None:
         for key in ("rollup", "cube", "grouping_sets"):
             if group.args.get(key):
@@ -105,24 +122,37 @@ def check_query(expression: exp.Expression, ctx):
             if isinstance(key, exp.Literal) and not key.is_string:
                 idx = int(key.this) - 1
                 key = projections[idx] if 0 <= idx < len(projections) else key
+            key = key.this if isinstance(key, exp.Alias) else key
             qis = _qis(key, ctx)
-            if qis:
+            if not qis:
+                continue
+            if not isinstance(key, exp.Column):
                 raise UnsupportedQueryError(
-                    f"GROUP BY on {ctx.kind(qis[0])} quasi-identifier '{qis[0]}' cannot be estimated; "
-                    f"group by non-QI columns only")
+                    f"GROUP BY an expression of quasi-identifier '{qis[0]}' cannot be estimated; "
+                    f"group by the column itself (estimated per raw value) or by non-QI columns")
+            if ctx.kind(qis[0]) == "numeric" and not ctx.numeric[qis[0].lower()].integer:
+                raise UnsupportedQueryError(
+                    f"GROUP BY on non-integer numeric quasi-identifier '{qis[0]}' cannot be "
+                    f"estimated (a single value of a continuous range has probability 0)")
+            if qis[0].lower() in where_qis:
+                raise UnsupportedQueryError(
+                    f"GROUP BY quasi-identifier '{qis[0]}' that the WHERE clause also constrains "
+                    f"cannot be estimated (the spread over raw values ignores the condition); "
+                    f"drop the condition or group by another column")
+            grouped.add(qis[0].lower())
     for proj in projections:
         if isinstance(proj, exp.Star) or proj.find(exp.Star) and not proj.find(exp.Count):
             raise _fail("SELECT *")
-        qis = _qis_outside_aggregates(proj, ctx)
+        qis = _qis_outside_aggregates(proj, ctx, grouped)
         if qis:
             raise UnsupportedQueryError(
                 f"quasi-identifier '{qis[0]}' outside an aggregate in SELECT cannot be estimated "
-                f"(its values are generalized); select aggregates and non-QI group keys only")
+                f"(its values are generalized); select aggregates and group keys only")
 
     order = expression.args.get("order")
     if order is not None:
         for o in order.expressions:
-            qis = _qis_outside_aggregates(o, ctx)
+            qis = _qis_outside_aggregates(o, ctx, grouped)
             if qis:
                 raise UnsupportedQueryError(
                     f"ORDER BY quasi-identifier '{qis[0]}' cannot be estimated; order by group keys "

@@ -50,8 +50,10 @@ def weighted(agg: exp.Expression, ctx) -> exp.Expression:
 
 
 def weight_aggregates(expression: exp.Expression, ctx) -> exp.Expression:
-    """Return a copy with COUNT/SUM/AVG weighted (unchanged when the WHERE has no QI)."""
-    if not where_uses_qi(expression, ctx):
+    """Return a copy with COUNT/SUM/AVG weighted (unchanged when neither the WHERE clause nor the
+    GROUP BY keys involve a QI; ``spread_qi_groups`` provides the weight for QI group keys)."""
+    from .qi_aggregates import grouped_qis
+    if not where_uses_qi(expression, ctx) and not grouped_qis(expression, ctx):
         return expression
     out = expression.copy()
     for proj in out.expressions:
