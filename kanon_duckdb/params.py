@@ -39,7 +39,7 @@ _TRUE = ("1", "true", "t", "yes", "on")
 _FALSE = ("0", "false", "f", "no", "off")
 
 # Names the k_anonymize macro takes itself; no algorithm parameter may reuse them.
-RESERVED = ("tbl", "k", "algo", "qi", "seed", "numeric", "categorical", "params")
+RESERVED = ("tbl", "k", "algo", "qi", "seed", "numeric", "categorical", "taxonomies", "params")
 
 
 @dataclass(frozen=True)

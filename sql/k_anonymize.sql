@@ -9,13 +9,17 @@
 -- (it fails if a scanned row was not anonymized; a row count check catches rows that vanished).
 -- The per-class published columns are built first (one row per class, named after the QIs
 -- through a 0-row copy of the table), so the row-level join carries scalars rather than lists.
+-- taxonomies := {'sex': 'sex_v2'} (MAP or STRUCT) names the kanon_taxonomy tree of a QI (see
+-- kanon_duckdb/taxonomy/store.py for the resolution order).
 -- The algorithm parameters (/*KANON_PARAMS*/) are generated from the parameter registry
 -- (kanon_duckdb/params.py) at registration; their values reach the UDF as one JSON object.
 CREATE OR REPLACE MACRO k_anonymize(tbl, k := 2, algo := 'mondrian', qi := NULL, seed := 0,
-        "numeric" := NULL, categorical := NULL, params := NULL/*KANON_PARAMS*/) AS TABLE
+        "numeric" := NULL, categorical := NULL, taxonomies := NULL,
+        params := NULL/*KANON_PARAMS*/) AS TABLE
 WITH __kanon_res AS MATERIALIZED (
     SELECT __kanon_run(tbl, to_json({'k': k, 'algo': algo, 'qi': qi, 'seed': seed,
-                                     'numeric': "numeric", 'categorical': categorical}),
+                                     'numeric': "numeric", 'categorical': categorical,
+                                     'taxonomies': taxonomies}),
                        to_json(/*KANON_PARAM_STRUCT*/), to_json(params)) AS r
 ),
 __kanon_classes AS (

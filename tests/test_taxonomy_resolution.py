@@ -136,3 +136,19 @@ def test_concurrent_cursors_keep_their_trees(con):
     assert {r[0] for r in out["adult"]} <= {"Male", "Female", "*"}
     trees = con.execute("SELECT source, qi_trees[2] FROM kanon_runs").fetchall()
     assert sorted(set(trees)) == [("adult", "sex"), ("patients", "patients.sex")]
+
+
+def test_taxonomies_argument_in_sql(con):
+    store.insert_edges(con, "sex_v2", [("F", "*"), ("M", "*"), ("X", "*"), ("*", None)])
+    for arg in ("MAP {'sex': 'sex_v2'}", "{'sex': 'sex_v2'}"):  # MAP or STRUCT
+        labels = {r[0] for r in con.execute(
+            f"SELECT DISTINCT sex FROM k_anonymize('patients', k := 2, qi := ['age', 'sex'], "
+            f"taxonomies := {arg})").fetchall()}
+        assert labels == {"*"}  # flat sex_v2: every 2-class of mixed sexes goes to the root
+    assert con.execute("SELECT DISTINCT qi_trees FROM kanon_runs").fetchall() == [([None, "sex_v2"],)]
+    with pytest.raises(Exception, match="no rows with attr = 'sex_v3'"):
+        con.execute("FROM k_anonymize('patients', k := 2, qi := ['age', 'sex'], "
+                    "taxonomies := MAP {'sex': 'sex_v3'})").fetchall()
+    with pytest.raises(Exception, match="'zip', which is not a quasi-identifier"):
+        con.execute("FROM k_anonymize('patients', k := 2, qi := ['age', 'sex'], "
+                    "taxonomies := MAP {'zip': 'sex_v2'})").fetchall()

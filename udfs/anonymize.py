@@ -188,7 +188,8 @@ def declare(ctx: UdfContext) -> list[UDF]:
                 res = anonymize(cur, first_value(tbl), k=spec.get("k"), algo=spec.get("algo"),
                                 qi=spec.get("qi"), seed=spec.get("seed"),
                                 numeric=spec.get("numeric"), categorical=spec.get("categorical"),
-                                params=params, progress=progress)
+                                params=params, progress=progress,
+                                taxonomies=spec.get("taxonomies"))
         finally:
             cur.close()
         token = assignments.add(res.rowid, res.generalized.ec)
