@@ -16,6 +16,8 @@ from .encoding import QIPlan, encode, plan_qis, resolve_column
 from .errors import InfeasibleError, InvalidParameterError
 from .generalize import Generalized, generalize, per_qi_loss
 from .params import coerce_params
+from .privacy import hooks as privacy_hooks
+from .privacy.spec import parse_models
 from .runs import record_run
 from .taxonomy.store import check_taxonomies_param
 from .warmup import compile_notice
@@ -69,17 +71,21 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
     if seed is None:
         seed = 0
     seed = int(seed)
-    given = dict(params or {})
+    given, privacy_given = privacy_hooks.split_params(algorithm, params)
     params = coerce_params(algorithm, given)
+    models, sensitive, t_distance = parse_models(privacy_given, k, algorithm.name)
     plan = plan_qis(con, table, qi, numeric, categorical)
     extra = extra_columns(plan, algorithm, params, given)
+    sensitive = privacy_hooks.sensitive_columns(plan, sensitive, models, extra)
     taxonomies = check_taxonomies_param(taxonomies, plan.qi)
     with compile_notice(algorithm.name):  # says so when numba compiles (first use only)
         rowid, data = encode(con, plan, extra_columns=extra,
                              need_num_trees=algorithm.needs_num_trees, taxonomies=taxonomies)
         check_k(k, data.n)
-        part = algorithm.run(data, k, seed, params, progress)
-        g = generalize(data, part)
+        spec = privacy_hooks.attach(con, data, models, sensitive, t_distance, plan.table)
+        part = algorithm.run(data, max(k, spec.min_class_size), seed, params, progress)
+        part = privacy_hooks.enforce(algorithm, data, part, spec, params)
+        g = privacy_hooks.publish_suppressed(data, generalize(data, part))
     _verify(g, k)
     elapsed = time.perf_counter() - t0
     run_id = 0
@@ -89,7 +95,8 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
         n_sup = int(part.suppressed.sum()) if part.suppressed is not None else 0
         run_id = record_run(con, source=plan.table, k=k, algo=algorithm.name, qi=plan.qi,
                             numeric_qi=plan.numeric, categorical_qi=plan.categorical,
-                            params=params, seed=seed, n_rows=data.n, n_classes=g.n_classes,
+                            params={**params, **privacy_hooks.recorded(privacy_given, spec)},
+                            seed=seed, n_rows=data.n, n_classes=g.n_classes,
                             n_suppressed=n_sup, elapsed_s=elapsed,
                             qi_loss=[loss[order[c]] for c in plan.qi],
                             weights=part.info.get("weights"), details=part.info,

@@ -184,6 +184,29 @@ ALGORITHM_PARAMS: dict[str, tuple] = {
 }
 
 
+# Privacy models beyond k (kanon_duckdb/privacy, issue 13): every algorithm takes these. The
+# orchestrator takes them out before the algorithm's own parameters are checked
+# (privacy.hooks.split_params) and privacy.spec.parse_models validates them through these Params.
+PRIVACY: tuple = (
+    Param("sensitive", "columns", None,
+          doc="sensitive attribute(s) the models protect: a column or a list of columns"),
+    Param("l", "float", None, lo=1.0,
+          doc="l-diversity: every class has l well-represented sensitive values"),
+    Param("l_variant", "str", None, choices=("distinct", "entropy", "recursive"),
+          doc="l-diversity variant (default distinct; recursive needs c)"),
+    Param("c", "float", None, lo=0.0, lo_open=True, doc="c of recursive (c,l)-diversity"),
+    Param("t", "float", None, lo=0.0, hi=1.0,
+          doc="t-closeness: EMD of each class to the table's distribution is at most t"),
+    Param("t_distance", "str", None, choices=("equal", "ordered", "hierarchical"),
+          doc="ground distance of t-closeness (default ordered for numeric, hierarchical with a "
+              "taxonomy, else equal)"),
+    Param("max_risk", "float", None, lo=0.0, hi=1.0, lo_open=True,
+          doc="highest prosecutor re-identification risk 1/|class| of any record"),
+    Param("avg_risk", "float", None, lo=0.0, hi=1.0, lo_open=True,
+          doc="highest average prosecutor risk (classes / records)"),
+)
+
+
 def declared(algo: str) -> list:
     """The Param declarations of ``algo`` from ALGORITHM_PARAMS (SHARED names resolved)."""
     return [SHARED[p] if isinstance(p, str) else p for p in ALGORITHM_PARAMS.get(algo, ())]
@@ -255,6 +278,8 @@ def all_params() -> dict[str, Param]:
     for algo in ALGORITHM_PARAMS:
         for p in declared(algo):
             out.setdefault(p.name, p)
+    for p in PRIVACY:
+        out.setdefault(p.name, p)
     from . import algorithms
     for a in (algorithms._registry or {}).values():
         for name, p in a.specs.items():

@@ -226,11 +226,54 @@ def l_diversity(rows, cols, s):
     return min(dist), math.exp(min(ent))
 
 
+def recursive_l(counts, c):
+    """Largest l with r_1 < c (r_l + ... + r_m), counts sorted descending; 0 if none."""
+    r = sorted((x for x in counts if x > 0), reverse=True)
+    return max([l for l in range(1, len(r) + 1) if r[0] < c * sum(r[l - 1:])], default=0)
+
+
+def emd_transport(p, q, ground):
+    """EMD as the transport linear program (scipy): move q onto p at cost ground[i][j]."""
+    import numpy as np
+    from scipy.optimize import linprog
+    m = len(p)
+    cost = np.asarray(ground, dtype=float).reshape(-1)
+    a_eq, b_eq = [], []
+    for i in range(m):   # row i ships q[i]
+        row = np.zeros(m * m)
+        row[i * m:(i + 1) * m] = 1
+        a_eq.append(row)
+        b_eq.append(q[i])
+    for j in range(m):   # column j receives p[j]
+        col = np.zeros(m * m)
+        col[j::m] = 1
+        a_eq.append(col)
+        b_eq.append(p[j])
+    res = linprog(cost, A_eq=np.array(a_eq), b_eq=np.array(b_eq), bounds=(0, None), method="highs")
+    return float(res.fun)
+
+
+def tree_ground(values, parent_of):
+    """Hierarchical ground distance height(LCA)/height(tree) between leaf values."""
+    def path(v):
+        out = [v]
+        while parent_of.get(out[-1]) is not None:
+            out.append(parent_of[out[-1]])
+        return out
+    height = max(len(path(v)) - 1 for v in values)
+    def dist(a, b):
+        pa, pb = path(a), path(b)
+        lca = next(x for x in pa if x in pb)
+        return pa.index(lca) / height  # leaves at equal depth: height(LCA) = steps from a leaf
+    return [[dist(a, b) for b in values] for a in values]
+
+
 def t_closeness(rows, cols, s, numeric):
+    """Largest EMD of a class (suppressed rows excluded) against the WHOLE table's distribution
+    (suppressed rows included: they publish their sensitive value)."""
     gs = groups(rows, cols)
-    kept = [r for g in gs.values() for r in g]
-    n = len(kept)
-    glob = Counter(r[s] for r in kept)
+    n = len(rows)
+    glob = Counter(r[s] for r in rows)
     values = sorted(glob)
     m = len(values)
     worst = 0.0

@@ -29,11 +29,20 @@ from ..base import Algorithm, Partition, QIData, no_progress
 from . import datafly, kgen, optimal, random_search
 from .checker import LOSSES, NodeChecker
 from .levels import build_space
+from ...privacy import spec_of
 
 
 def _loss_name(params) -> str:
     name = str(params.get("loss") or "log").lower()
     return name
+
+
+def _models_phrase(ch, lead: str) -> str:
+    """' <lead> <model names>' when privacy models beyond k are enforced, else ''."""
+    if ch.privacy is None:
+        return ""
+    names = [m.describe()["model"] for m in ch.privacy.models[1:]]
+    return f" {lead} {', '.join(names)}"
 
 
 def run_search(name: str, search, data: QIData, k: int, seed: int, params: dict,
@@ -42,21 +51,24 @@ def run_search(name: str, search, data: QIData, k: int, seed: int, params: dict,
     t0 = time.perf_counter()
     space = build_space(data)
     ms = params.get("max_suppression")
-    ch = NodeChecker(space, k, 0.0 if ms is None else ms, _loss_name(params))
+    privacy = spec_of(data)
+    ch = NodeChecker(space, k, 0.0 if ms is None else ms, _loss_name(params), privacy=privacy)
     ch.poll = lambda: interrupt.check(progress)  # every node grouped by a kernel polls Ctrl-C
     levels, stats = search(ch, params, seed, progress)
     if levels is None:
         raise InfeasibleError(
-            f"no generalization is k-anonymous (k={k}) within max_suppression="
+            f"no generalization is k-anonymous (k={k}){_models_phrase(ch, 'with every class satisfying')} within max_suppression="
             f"{ch.max_suppression} ({ch.limit} of {ch.n} rows); lower k or raise max_suppression")
     res = ch.check(levels)
     if not res.feasible:
         raise InfeasibleError(
             f"{name}: even the fully generalized node leaves {res.n_suppressed} rows in classes "
-            f"smaller than k={k}, more than max_suppression allows ({ch.limit} rows); lower k "
+            f"smaller than k={k}{_models_phrase(ch, 'or violating')}, more than max_suppression allows ({ch.limit} rows); lower k "
             f"or raise max_suppression")
-    gcp = NodeChecker(space, k, ch.max_suppression, "gcp").check(levels).loss if ch.loss_name != "gcp" else res.loss
-    dm = NodeChecker(space, k, ch.max_suppression, "dm").check(levels).loss if ch.loss_name != "dm" else res.loss
+    gcp = NodeChecker(space, k, ch.max_suppression, "gcp", privacy=privacy).check(levels).loss \
+        if ch.loss_name != "gcp" else res.loss
+    dm = NodeChecker(space, k, ch.max_suppression, "dm", privacy=privacy).check(levels).loss \
+        if ch.loss_name != "dm" else res.loss
     info = {
         "lattice_algo": name,
         "qi_order": list(space.names),

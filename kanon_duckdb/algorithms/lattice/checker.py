@@ -12,6 +12,12 @@ Losses (``loss :=``), all computed on what is published (suppressed rows fully g
 - ``gcp``: mean over rows of the mean NCP over QIs; a suppressed row counts 1 per QI;
 - ``dm``: discernibility, sum of |e|^2 over published classes plus n per suppressed row.
 
+Privacy models (``privacy``, l-diversity / t-closeness / risk): a class is suppressed when it is
+smaller than the models' class size or violates a model on its sensitive values; feasibility
+stays monotone because every model is monotone under generalization (a violating class of a
+coarser node is a union of violating classes of the finer one). Such nodes are grouped from the
+raw rows (their classes' histograms need the rows), not rolled up.
+
 Speed: results are memoized; a node is grouped from the smallest cached class table of a node
 below it (a roll-up: classes of a generalization are unions of classes, so each cached class is
 one input "row" with a count), never from SQL. Per-QI minimum levels (``bounds``): if QI j alone
@@ -49,7 +55,7 @@ class NodeChecker:
     """Memoized evaluation of lattice nodes for one data set, k, suppression limit and loss."""
 
     def __init__(self, space: LatticeSpace, k: int, max_suppression: float = 0.0, loss: str = "log",
-                 cache_entries: int = 48):
+                 cache_entries: int = 48, privacy=None):
         if loss not in LOSSES:
             raise InvalidParameterError(f"loss must be one of {', '.join(LOSSES)}, got {loss!r}")
         ms = float(max_suppression)
@@ -85,6 +91,8 @@ class NodeChecker:
         self._ncp_rows = [list(map(float, space.ncp_mean[j])) for j in range(space.d)]
         self._norep = (np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int64))
         self.bounds = self._per_qi_bounds()
+        # privacy models beyond k (privacy.PrivacySpec): classes violating one are suppressed
+        self.privacy = privacy if privacy is not None and privacy.has_class_models else None
 
     # ------------------------------------------------------------------ static parts
     def _per_qi_bounds(self) -> tuple:
@@ -175,11 +183,19 @@ class NodeChecker:
             res = CheckResult(False, math.inf, self.static_bound(key), -1, 0, 0)
             self.memo[key] = res
             return res
-        rep, cnt = self._group(key)
-        self._remember(key, (rep, cnt))
         sp = self.space
-        mn, sup, sq_ok, sq_all, sup_ncp = K.class_stats(rep, cnt, self.k, sp.codes, sp.cols(key),
-                                                        sp.coff, sp.cncp)
+        if self.privacy is None:
+            rep, cnt = self._group(key)
+            self._remember(key, (rep, cnt))
+            mn, sup, sq_ok, sq_all, sup_ncp = K.class_stats(rep, cnt, self.k, sp.codes,
+                                                            sp.cols(key), sp.coff, sp.cncp)
+        else:  # per-class histograms of the sensitive values need the rows' classes
+            rep, cnt, cls = self._run_kernels(key, *self._norep, True, want_cls=True)
+            self.n_evaluated += 1
+            self.n_rows_grouped += self.n
+            ok = self.privacy.classes_ok(cls, rep.shape[0])
+            mn, sup, sq_ok, sq_all, sup_ncp = K.class_stats_ok(rep, cnt, ok, sp.codes,
+                                                               sp.cols(key), sp.coff, sp.cncp)
         sup = int(sup)
         feasible = sup <= self.limit
         if self.loss_name == "log":
@@ -210,7 +226,10 @@ class NodeChecker:
         sp = self.space
         key = tuple(int(x) for x in levels)
         crep, ccnt, cls = self._run_kernels(key, *self._norep, True, want_cls=True)
-        small = ccnt < self.k
+        if self.privacy is None:
+            small = ccnt < self.k
+        else:
+            small = ~self.privacy.classes_ok(cls, crep.shape[0])
         n_sup = int(ccnt[small].sum())
         keep = np.flatnonzero(~small)
         new_id = np.full(crep.shape[0], keep.size, dtype=np.int64)  # suppressed -> last class

@@ -14,6 +14,12 @@ balanced allowable boundary; when no boundary is allowable, a median cut in dept
 is used (``leaf_order_fallback``). If no tied dimension can be cut, the next widest are tried; a
 segment with no allowable cut on any dimension is a final class (strict Mondrian). Classes are
 published with the LCA of their leaves.
+
+Privacy models (``privacy``): with l-diversity, t-closeness or risk limits a cut is allowable only
+when both sides satisfy every model (LeFevre et al.'s extension; one linear pass over the
+segment's sensitive codes, ``privacy._kernels.split_ok``); the models are monotone, so every
+final class satisfies them when the whole table does. The model tuple comes from
+``QIData.extra`` (``privacy.spec_of``); without it the kernel gets k alone.
 """
 from __future__ import annotations
 
@@ -22,6 +28,8 @@ import numpy as np
 from ... import interrupt
 from ..base import Algorithm, Partition, QIData, no_progress
 from ...taxonomy._lca import lca_nodes
+from ...privacy import spec_of
+from ...privacy.spec import empty_packed
 from ._kernels import mondrian_partition
 
 LEAF_ORDER_FALLBACK = True  # measured on Adult (ARX QIs): lower GCP at every k with gain-based ties
@@ -44,9 +52,11 @@ def _partition(data: QIData, k: int, leaf_order_fallback: bool, progress=no_prog
     X, scale, tree_of = stack_dimensions(data)
     trees = data.cat_arrays()
     leaf_node, leaf_off, parent, leaf_hi, n_leaves, node_off, sub_height, _leaf_lo = trees
+    spec = spec_of(data)
+    P = spec.packed() if spec is not None else empty_packed(data.n)
     ec, lo, hi = mondrian_partition(X, int(k), scale, tree_of, leaf_node, leaf_off, parent,
                                     leaf_hi, n_leaves, sub_height, node_off,
-                                    bool(leaf_order_fallback), interrupt.stop_flag(progress))
+                                    bool(leaf_order_fallback), interrupt.stop_flag(progress), P)
     interrupt.check(progress)
     return ec, lo, hi, trees
 

@@ -18,6 +18,7 @@ from numba import prange
 
 from ..._numba_config import njit, njit_parallel
 from ...taxonomy._lca import lca_of_range as _lca
+from ...privacy._kernels import split_ok
 from ._order_stats import median_stats
 
 TIE = 0.05  # dimensions within 5 % of the widest normalized width compete on NCP gain
@@ -283,8 +284,10 @@ def _split_in_place(W, perm, j, s, e, cut):
 @njit
 def _process_segment(W, perm, s, e, k, scale, tree_of, leaf_node, leaf_off, parent, leaf_hi,
                      n_leaves, sub_height, node_off, leaf_order_fallback, scr, tried, Ws, buf,
-                     bounds, tscr):
+                     bounds, tscr, P, phist, pscr):
     """Try to split rows s:e; returns the split position or -1 when no allowable cut exists.
+    A cut is allowable when both sides have k rows and satisfy every privacy model of ``P``
+    (``privacy._kernels.split_ok``, linear in the segment; skipped for k alone).
 
     Scratch (reused across segments, so small segments allocate nothing): ``scr`` (4, d),
     ``tried`` (d,), ``Ws`` (2*SAMPLE_ROWS+1, d), ``buf`` (>= e-s), ``bounds``/``tscr`` (tree cuts).
@@ -339,7 +342,7 @@ def _process_segment(W, perm, s, e, k, scale, tree_of, leaf_node, leaf_off, pare
                 cut, cost = _choose_cut(W, s, e, jbest, k, scale, tree_of, leaf_node, leaf_off,
                                         parent, leaf_hi, n_leaves, sub_height, node_off, lo, hi, buf,
                                         bounds, tscr, leaf_order_fallback)
-                if cut == cut:
+                if cut == cut and split_ok(W, perm, s, e, jbest, cut, P, phist, pscr):
                     return _split_in_place(W, perm, jbest, s, e, cut)
             continue
         best_j = -1
@@ -352,7 +355,8 @@ def _process_segment(W, perm, s, e, k, scale, tree_of, leaf_node, leaf_off, pare
             cut, cost = _choose_cut(W, s, e, jj, k, scale, tree_of, leaf_node, leaf_off, parent,
                                     leaf_hi, n_leaves, sub_height, node_off, lo, hi, buf, bounds, tscr,
                                     leaf_order_fallback)
-            if cut == cut and n * w[jj] - cost > best_gain:
+            if cut == cut and n * w[jj] - cost > best_gain \
+                    and split_ok(W, perm, s, e, jj, cut, P, phist, pscr):
                 best_gain = n * w[jj] - cost
                 best_j = jj
                 best_cut = cut
@@ -365,14 +369,15 @@ CHUNKS = 64  # segments of one round are handed out in this many blocks, each wi
 
 @njit_parallel
 def mondrian_partition(W, k, scale, tree_of, leaf_node, leaf_off, parent, leaf_hi, n_leaves, sub_height,
-                       node_off, leaf_order_fallback, stop):
+                       node_off, leaf_order_fallback, stop, P):
     """Strict Mondrian. W (n, d) IN, permuted in place (scratch). Returns (ec int64 (n,), classes
     numbered 0..C-1; lo, hi float64 (C, d): per class and dimension the smallest and largest
     value of W, read from the class's contiguous block, so no scatter pass is needed).
 
     Every class has at least k rows (requires n >= k). ``stop`` is the run's uint8[1] interrupt
     flag (``kanon_duckdb.interrupt``): when set, the kernel returns early with a partial result
-    that the caller discards.
+    that the caller discards. Every class satisfies the
+    privacy models of ``P`` (``privacy._kernels``) when the whole table does.
     """
     n = W.shape[0]
     d = W.shape[1]
@@ -403,11 +408,13 @@ def mondrian_partition(W, k, scale, tree_of, leaf_node, leaf_off, parent, leaf_h
             buf = np.empty(longest)
             bounds = np.empty(max_leaves + 1)
             tscr = np.empty((5, max_leaves + 1), dtype=np.int64)
+            phist = np.empty((2, P[5].shape[0] + 1))
+            pscr = np.empty((4, max(P[5].shape[0], P[6].shape[0]) + 1))
             for i in range(a, b):
                 split[i] = _process_segment(W, perm, seg_s[i], seg_e[i], k, scale, tree_of,
                                             leaf_node, leaf_off, parent, leaf_hi, n_leaves, sub_height,
                                             node_off, leaf_order_fallback, scr, tried, Ws, buf,
-                                            bounds, tscr)
+                                            bounds, tscr, P, phist, pscr)
         n_open = 0
         for i in range(m):
             if split[i] < 0:

@@ -1,0 +1,319 @@
+"""From user parameters to the models of one run and their encoded form for the kernels.
+
+``parse_models(params, k)`` turns ``sensitive, l, l_variant, c, t, t_distance, max_risk,
+avg_risk`` into model objects (validated, clear errors); ``build_spec(con, data, ...)`` encodes
+the sensitive attribute(s) of the rows and packs everything into a :class:`PrivacySpec`, whose
+``packed`` tuple every kernel takes (layout in ``_kernels``).
+
+Value codes per sensitive attribute: 'ordered' sorts the distinct values (NULL first, as the SQL
+check orders them); 'equal' uses the distinct values in any order; 'hierarchical' uses the leaf
+ordinals of the attribute's taxonomy (``kanon_taxonomy``, attr '<table>.<column>', else the column
+name, as for QIs; a NULL leaf under the root when the column holds NULLs).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import InfeasibleError, InvalidParameterError, TaxonomyError
+from . import _kernels as K
+from .models import (L_VARIANTS, T_DISTANCES, AvgRisk, KAnonymity, MaxRisk, RecursiveCLDiversity,
+                     TCloseness)
+
+PRIVACY_PARAMS = ("sensitive", "l", "l_variant", "c", "t", "t_distance", "max_risk", "avg_risk")
+EXTRA_KEY = "__kanon_privacy"  # QIData.extra key under which algorithms find the spec
+
+
+def parse_sensitive(value) -> list:
+    """A column name or a list of them (SQL passes lists as their VARCHAR text '[a, b]')."""
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        names = [str(v) for v in value]
+    else:
+        s = str(value).strip()
+        if s.startswith("[") and s.endswith("]"):
+            names = [v.strip().strip("'\"") for v in s[1:-1].split(",")]
+        else:
+            names = [s]
+    names = [n for n in names if n]
+    if len(set(names)) != len(names):
+        raise InvalidParameterError(f"sensitive lists a column twice: {names}")
+    return names
+
+
+def parse_models(params: dict, k: int, algo: str = "k_anonymize"):
+    """(models tuple, sensitive names, t_distance or None) from the privacy parameters, each
+    checked against its declaration in ``kanon_duckdb.params.PRIVACY`` (kind, range, choices),
+    then against each other."""
+    from ..params import PRIVACY
+    decl = {p.name: p for p in PRIVACY}
+    given = {n: v for n, v in (params or {}).items() if v is not None}
+    sensitive = parse_sensitive(given.pop("sensitive", None))
+    vals = {n: decl[n].coerce(v, algo) for n, v in given.items()}
+    l, variant, c, t = vals.get("l"), vals.get("l_variant"), vals.get("c"), vals.get("t")
+    tdist = vals.get("t_distance")
+    models = [KAnonymity(int(k))]
+    if variant is not None and l is None:
+        raise InvalidParameterError(f"l_variant := '{variant}' needs l := (the diversity)")
+    if tdist is not None and t is None:
+        raise InvalidParameterError(f"t_distance := '{tdist}' needs t := (the closeness bound)")
+    if c is not None and variant != "recursive":
+        raise InvalidParameterError("c := applies to l_variant := 'recursive' only")
+    if l is not None:
+        variant = variant or "distinct"
+        if variant == "recursive":
+            if c is None:
+                raise InvalidParameterError("l_variant := 'recursive' needs c := (e.g. c := 3)")
+            models.append(RecursiveCLDiversity(c, l))
+        else:
+            if variant == "distinct" and l != int(l):
+                raise InvalidParameterError(f"distinct l-diversity needs a whole number l, got {l}")
+            models.append(L_VARIANTS[variant](l))
+    if t is not None:
+        models.append(TCloseness(t, tdist or "default"))
+    if (l is not None or t is not None) and not sensitive:
+        raise InvalidParameterError(
+            "l := and t := need the sensitive attribute(s): add sensitive := 'column' "
+            "(or a list of columns)")
+    for name, cls in (("max_risk", MaxRisk), ("avg_risk", AvgRisk)):
+        if vals.get(name) is not None:
+            models.append(cls(vals[name]))
+    return tuple(models), sensitive, tdist
+
+
+@dataclass
+class PrivacySpec:
+    """The models of one run with the rows' encoded sensitive values (see ``_kernels``)."""
+    models: tuple
+    sensitive: list
+    distances: list            # ground distance per sensitive attribute (t-closeness)
+    codes: np.ndarray          # int32 (n, a)
+    val_off: np.ndarray
+    p_glob: np.ndarray
+    h_parent: np.ndarray
+    h_node_off: np.ndarray
+    h_leaf: np.ndarray
+    h_weight: np.ndarray
+    h_order: np.ndarray
+    fp: np.ndarray
+    ip: np.ndarray
+    value_labels: list = field(default_factory=list)  # per attribute: code -> value (messages)
+
+    @property
+    def min_class_size(self) -> int:
+        return int(self.fp[0])
+
+    @property
+    def has_class_models(self) -> bool:
+        """Some model looks at the sensitive values (l-diversity or t-closeness)."""
+        return bool(K.has_class_models(self.packed()))
+
+    @property
+    def scr_cols(self) -> int:
+        return int(max(self.p_glob.size, self.h_parent.size) + 1)
+
+    def packed(self) -> tuple:
+        return (self.fp, self.ip, self.codes, self.val_off, self.np_t_kind, self.p_glob,
+                self.h_parent, self.h_node_off, self.h_leaf, self.h_weight, self.h_order)
+
+    @property
+    def np_t_kind(self) -> np.ndarray:
+        return np.array([T_DISTANCES.index(d) for d in self.distances], dtype=np.int64)
+
+    def model(self, cls):
+        return next((m for m in self.models if isinstance(m, cls)), None)
+
+    def classes_ok(self, ec: np.ndarray, n_classes: int) -> np.ndarray:
+        """bool (C,): which classes of ``ec`` satisfy every model. O(n + C * M)."""
+        return K.classes_ok(np.ascontiguousarray(ec, dtype=np.int64), int(n_classes),
+                            self.packed(), self.scr_cols)
+
+    def subset(self, rows: np.ndarray) -> "PrivacySpec":
+        """The same models over rows ``rows`` (the table distribution p stays the input's)."""
+        import dataclasses
+        return dataclasses.replace(self, codes=np.ascontiguousarray(self.codes[rows]))
+
+    def describe(self) -> list:
+        out = []
+        for m in self.models:
+            d = m.describe()
+            if isinstance(m, TCloseness):
+                d["distance"] = dict(zip(self.sensitive, self.distances))
+            out.append(d)
+        if self.sensitive:
+            out.append({"sensitive": list(self.sensitive)})
+        return out
+
+
+def empty_packed(n: int) -> tuple:
+    """The packed form of k-anonymity alone (no sensitive attribute), for kernels that always
+    take a model tuple."""
+    return no_models(n).packed()
+
+
+def no_models(n: int, k: int = 1) -> PrivacySpec:
+    z32 = np.zeros(0, np.int32)
+    return PrivacySpec((KAnonymity(k),), [], [], np.zeros((n, 0), np.int32),
+                       np.zeros(1, np.int64), np.zeros(0), z32, np.zeros(1, np.int64), z32,
+                       np.zeros(0), z32, np.array([float(k), 0.0, 0.0, -1.0]),
+                       np.zeros(2, np.int64))
+
+
+def _is_numeric(arr: pa.Array) -> bool:
+    t = arr.type
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+
+
+def _codes_ordered(arr: pa.Array):
+    """Codes of the sorted distinct values, NULL first (rank 0 when present)."""
+    valid = np.asarray(arr.is_valid())
+    vals = arr.to_numpy(zero_copy_only=False)
+    if _is_numeric(arr):
+        vals = np.where(valid, vals, 0).astype(np.float64)
+    uniq, inv = np.unique(vals[valid], return_inverse=True)
+    has_null = not valid.all()
+    codes = np.zeros(len(arr), dtype=np.int32)
+    codes[valid] = inv + (1 if has_null else 0)
+    labels = ([None] if has_null else []) + list(uniq.tolist())
+    return codes, len(labels), labels
+
+
+def _codes_equal(arr: pa.Array):
+    enc = pc.dictionary_encode(arr)
+    m = len(enc.dictionary)
+    codes = enc.indices.fill_null(m).to_numpy().astype(np.int32)
+    has_null = enc.indices.null_count > 0
+    labels = enc.dictionary.to_pylist() + ([None] if has_null else [])
+    return codes, m + (1 if has_null else 0), labels
+
+
+def _codes_tree(arr: pa.Array, tree):
+    from ..taxonomy.store import validate_coverage
+    sarr = arr.cast(pa.string())
+    enc = pc.dictionary_encode(sarr)
+    values = enc.dictionary.to_pylist()
+    idx = enc.indices.fill_null(len(values)).to_numpy()
+    counts = np.bincount(idx, minlength=len(values) + 1)
+    validate_coverage(tree, zip(values, counts[:-1]))
+    if enc.indices.null_count > 0:
+        tree = tree.with_null_leaf()
+    lut = np.array([tree.leaf_of_label[v] for v in values] + [tree.leaf_of_label.get(None, -1)],
+                   dtype=np.int32)
+    return lut[idx], tree
+
+
+def sensitive_tree(con, name: str, table=None):
+    """The taxonomy of sensitive column ``name`` ('<table>.<column>', then '<column>'), or None."""
+    from ..taxonomy.store import read_tree_of
+    return read_tree_of(con, name, table)[1]
+
+
+def resolve_distance(con, name: str, arr: pa.Array, requested: str | None, table=None) -> str:
+    """The ground distance of attribute ``name``: the requested one, else 'ordered' for a
+    numeric column, 'hierarchical' when it has a taxonomy, else 'equal'."""
+    if requested and requested != "default":
+        return requested
+    if _is_numeric(arr):
+        return "ordered"
+    return "hierarchical" if sensitive_tree(con, name, table) is not None else "equal"
+
+
+def build_spec(con, models: tuple, sensitive: list, t_distance, columns: dict, n: int,
+               table=None) -> PrivacySpec:
+    """Encode the sensitive columns (``columns``: name -> Arrow array of the n rows) for
+    ``models``. Raises when a hierarchical distance has no taxonomy or the whole table already
+    violates a model (then nothing can satisfy it)."""
+    k_min = max(m.min_class_size for m in models if hasattr(m, "min_class_size"))
+    lmod = next((m for m in models if hasattr(m, "kind")), None)
+    tmod = next((m for m in models if isinstance(m, TCloseness)), None)
+    if lmod is None and tmod is None:
+        spec = no_models(n, k_min)
+        spec.models = models
+        spec.sensitive = list(sensitive)
+        return spec
+    codes = np.zeros((n, len(sensitive)), dtype=np.int32)
+    val_off = [0]
+    node_off = [0]
+    p_parts, parents, leaves, weights, orders, distances, labels = [], [], [], [], [], [], []
+    for a, name in enumerate(sensitive):
+        arr = columns[name]
+        if hasattr(arr, "combine_chunks"):
+            arr = arr.combine_chunks()
+        dist = resolve_distance(con, name, arr, t_distance, table) if tmod is not None else "equal"
+        if dist == "hierarchical":
+            tree = sensitive_tree(con, name, table)
+            if tree is None:
+                raise TaxonomyError(
+                    f"t_distance := 'hierarchical' needs a taxonomy of the sensitive attribute "
+                    f"'{name}' in kanon_taxonomy (attr = '{name}'); add one, or use "
+                    f"t_distance := 'equal'")
+            c, tree = _codes_tree(arr, tree)
+            m = tree.leaf_count
+            h = max(tree.height, 1)
+            parents.append(tree.parent.astype(np.int32))
+            leaves.append(tree.leaf_node.astype(np.int32))
+            weights.append(tree.sub_height.astype(np.float64) / h)
+            orders.append(np.argsort(-tree.depth, kind="stable").astype(np.int32))
+            node_off.append(node_off[-1] + tree.n_nodes)
+            labels.append(tree.leaf_labels())
+        else:
+            c, m, lab = (_codes_ordered if dist == "ordered" else _codes_equal)(arr)
+            leaves.append(np.zeros(m, np.int32))
+            node_off.append(node_off[-1])
+            labels.append(lab)
+        codes[:, a] = c
+        val_off.append(val_off[-1] + m)
+        p_parts.append(np.bincount(c, minlength=m) / float(n))
+        distances.append(dist)
+    cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)
+    fp = np.array([float(k_min), float(lmod.l) if lmod else 0.0,
+                   float(getattr(lmod, "c", 0.0)) if lmod else 0.0,
+                   float(tmod.t) if tmod else -1.0])
+    ip = np.array([lmod.kind if lmod else 0, len(sensitive)], dtype=np.int64)
+    spec = PrivacySpec(models, list(sensitive), distances, codes, np.array(val_off, np.int64),
+                       cat(p_parts, np.float64), cat(parents, np.int32),
+                       np.array(node_off, np.int64), cat(leaves, np.int32),
+                       cat(weights, np.float64), cat(orders, np.int32), fp, ip, labels)
+    _check_whole_table(spec, n)
+    return spec
+
+
+def table_values(spec: PrivacySpec, counts: np.ndarray, a: int) -> dict:
+    """Model values of one class histogram on attribute a (messages and tests)."""
+    P = spec.packed()
+    lo, hi = int(spec.val_off[a]), int(spec.val_off[a + 1])
+    n = float(counts[lo:hi].sum())
+    scr = np.empty((4, spec.scr_cols))
+    out = {"distinct": int(K.distinct_l(counts, lo, hi)), "entropy": float(K.entropy_l(counts, lo, hi))}
+    rec = spec.model(RecursiveCLDiversity)
+    if rec is not None:
+        out["recursive"] = int(K.recursive_l(counts, lo, hi, float(rec.c), scr[3]))
+    out["emd"] = float(K.emd_of(counts, a, n, P, scr)) if n > 0 else 0.0
+    return out
+
+
+def _check_whole_table(spec: PrivacySpec, n: int) -> None:
+    """The table as one class must satisfy every model, else no generalization can."""
+    ok = spec.classes_ok(np.zeros(n, dtype=np.int64), 1)
+    if ok[0]:
+        return
+    h = K.class_hist(np.zeros(n, dtype=np.int64), 1, spec.packed())[0]
+    lmod = next((m for m in spec.models if hasattr(m, "kind")), None)
+    for a, name in enumerate(spec.sensitive):
+        v = table_values(spec, h, a)
+        if lmod is not None:
+            have = v[{1: "distinct", 2: "entropy", 3: "recursive"}[lmod.kind]]
+            if have < lmod.l * (1 - K.EPS):
+                raise InfeasibleError(
+                    f"{lmod.describe()['model']} with l={lmod.l:g} is impossible: the whole table "
+                    f"reaches only l={have:.4g} on sensitive attribute '{name}' (every class would "
+                    f"be less diverse); lower l")
+    if n < spec.min_class_size:
+        raise InfeasibleError(
+            f"the models need classes of at least {spec.min_class_size} rows but the table has "
+            f"{n}; relax k / max_risk / avg_risk / l")
+    raise InfeasibleError("the whole table violates the requested privacy models; relax them")
