@@ -9,7 +9,7 @@ import importlib
 from ..errors import InvalidParameterError
 from .base import Algorithm, Partition, QIData
 
-_FAMILIES = ("mondrian", "clustering", "lattice")
+_FAMILIES = ("mondrian", "clustering", "lattice", "bottomup")
 _registry: dict[str, Algorithm] | None = None
 
 
