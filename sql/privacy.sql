@@ -168,23 +168,41 @@ CREATE OR REPLACE MACRO t_closeness(tbl, qi, sensitive, distance := NULL) AS (
                    || distance || '''') END
 );
 
--- reidentification_risk(tbl, qi, threshold := 0.2) -> STRUCT: prosecutor re-identification risk
--- (El Emam; ARX's prosecutor model), the risk of a record being 1 / size of its class:
---   max_risk        1 / smallest class
---   avg_risk        mean risk over records = classes / records
---   records_at_risk share of records whose risk exceeds `threshold` (0.2: classes of fewer
---                   than 5 rows)
---   unique_share    share of records alone in their class
+-- reidentification_risk(tbl, qi, threshold := 0.2, population := NULL) -> STRUCT: re-identification
+-- risk (El Emam & Dankar 2008; ARX's risk models). f_j = rows of class j in `tbl` (suppressed rows
+-- form no class), F_j = rows of the same QI values in `population` (a table holding the whole
+-- population the rows were drawn from, with the same QI columns; without it the table is its own
+-- population, F_j = f_j; F_j is at least f_j):
+--   max_risk            prosecutor: 1 / smallest class (the attacker knows the target is in tbl)
+--   avg_risk            prosecutor: mean risk over records = classes / records
+--   records_at_risk     share of records whose prosecutor risk exceeds `threshold` (0.2: classes of
+--                       fewer than 5 rows)
+--   unique_share        share of records alone in their class
+--   journalist_risk     journalist: 1 / smallest F_j over the classes of tbl (the attacker matches
+--                       a target from the population, not knowing whether it is in tbl)
+--   marketer_risk       marketer: expected share of records re-identified when every record is
+--                       matched, (1 / records) * sum_j f_j / F_j (= avg_risk without population)
 --   classes, records
-CREATE OR REPLACE MACRO reidentification_risk(tbl, qi, threshold := 0.2) AS (
-    WITH cls AS (
-        SELECT count(*) AS n FROM kanon_qi_keys(tbl, qi) GROUP BY g
+-- On an anonymized table the population is matched on the published QI columns, so pass the raw
+-- table's population only together with the raw table (or a population generalized the same way).
+CREATE OR REPLACE MACRO reidentification_risk(tbl, qi, threshold := 0.2, population := NULL) AS (
+    WITH __kr_cls AS (
+        SELECT g, count(*) AS n FROM kanon_qi_keys(tbl, qi) GROUP BY g
+    ),
+    __kr_pop AS (
+        SELECT g, count(*) AS big_n FROM kanon_qi_keys(coalesce(population, tbl), qi) GROUP BY g
+    ),
+    __kr_j AS (
+        SELECT c.n, greatest(coalesce(p.big_n, c.n), c.n) AS big_n
+        FROM __kr_cls c LEFT JOIN __kr_pop p ON p.g IS NOT DISTINCT FROM c.g
     )
     SELECT {'max_risk': 1.0 / min(n),
             'avg_risk': count(*) / sum(n),
             'records_at_risk': coalesce(sum(n) FILTER (WHERE 1.0 / n > threshold), 0) / sum(n),
             'unique_share': coalesce(sum(n) FILTER (WHERE n = 1), 0) / sum(n),
+            'journalist_risk': 1.0 / min(big_n),
+            'marketer_risk': sum(n / big_n) / sum(n),
             'classes': count(*),
             'records': sum(n)::BIGINT}
-    FROM cls
+    FROM __kr_j
 );

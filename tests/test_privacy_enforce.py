@@ -10,14 +10,14 @@ import itertools
 import math
 import random
 
+import naive_metrics as naive
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_k_anonymize_properties import check_output
 
 import kanon_duckdb
 from kanon_duckdb.algorithms import registry
-
-import naive_metrics as naive
-from test_k_anonymize_properties import check_output
 
 ALGOS = sorted(registry())
 S_TREE = [("resp", "*"), ("dig", "*"), ("flu", "resp"), ("cold", "resp"), ("ulcer", "dig"),
@@ -154,9 +154,9 @@ def test_suppression_limit_holds_with_models(con, algo):
 
 def test_optimal_with_models_equals_brute_force(con):
     """optimal's loss with l-diversity and t-closeness = the best feasible node by brute force."""
-    from kanon_duckdb.anonymize import anonymize
     from kanon_duckdb.algorithms.lattice.checker import NodeChecker
     from kanon_duckdb.algorithms.lattice.levels import build_space
+    from kanon_duckdb.anonymize import anonymize
     from kanon_duckdb.privacy import spec_of
     make_table(con, random.Random(11), 90)
     params = {"sensitive": "s", "l": 2, "l_variant": "entropy", "t": 0.3,

@@ -2,16 +2,19 @@
 the transport linear program, the SQL checks against the same definitions, and errors."""
 import math
 
+import naive_metrics as naive
 import numpy as np
 import pytest
 
 import kanon_duckdb
 from kanon_duckdb.errors import InvalidParameterError
-from kanon_duckdb.privacy import (DistinctLDiversity, EntropyLDiversity, RecursiveCLDiversity,
-                                  parse_models)
+from kanon_duckdb.privacy import (
+    DistinctLDiversity,
+    EntropyLDiversity,
+    RecursiveCLDiversity,
+    parse_models,
+)
 from kanon_duckdb.privacy import _kernels as K
-
-import naive_metrics as naive
 
 # Li, Li, Venkatasubramanian 2007, Figure 2 (disease hierarchy; every leaf at depth 3)
 DISEASE_TREE = [
@@ -206,3 +209,18 @@ def test_model_declarations():
     assert all(m.monotone_generalization and m.local_recoding for m in models)
     assert not models[-1].monotone_suppression  # average risk
     assert math.isclose(models[2].t, 0.2)
+
+
+def test_journalist_and_marketer_risk_hand_computed(con):
+    con.execute("CREATE TABLE r AS SELECT * FROM (VALUES (1), (2), (2), (3), (3), (3), (3), (3)) t(x)")
+    con.execute("CREATE TABLE popu AS SELECT * FROM (VALUES (1), (1), (2), (2), (2), (2), (3), (3), "
+                "(3), (3), (3), (3), (4)) t(x)")
+    one = lambda e: con.execute(f"SELECT {e}").fetchall()[0][0]
+    alone = one("reidentification_risk('r', ['x'])")
+    # the table is its own population: journalist = prosecutor max, marketer = classes / records
+    assert alone["journalist_risk"] == 1.0 and alone["marketer_risk"] == pytest.approx(3 / 8)
+    got = one("reidentification_risk('r', ['x'], population := 'popu')")
+    # f = (1, 2, 5), F = (2, 4, 6): journalist 1 / min F; marketer (1/2 + 2/4 + 5/6) / 8
+    assert got["journalist_risk"] == pytest.approx(0.5)
+    assert got["marketer_risk"] == pytest.approx((1 / 2 + 2 / 4 + 5 / 6) / 8)
+    assert got["max_risk"] == 1.0 and got["avg_risk"] == pytest.approx(3 / 8)

@@ -9,9 +9,23 @@ Algorithms find the run's spec with :func:`spec_of` (``QIData.extra``), or None.
 """
 from __future__ import annotations
 
-from .models import (AvgRisk, DistinctLDiversity, EntropyLDiversity, KAnonymity, MaxRisk,
-                     RecursiveCLDiversity, TCloseness)
-from .spec import EXTRA_KEY, PRIVACY_PARAMS, PrivacySpec, build_spec, no_models, parse_models
+from .models import (
+    AvgRisk,
+    DistinctLDiversity,
+    EntropyLDiversity,
+    KAnonymity,
+    MaxRisk,
+    RecursiveCLDiversity,
+    TCloseness,
+)
+from .spec import (
+    EXTRA_KEY,
+    PRIVACY_PARAMS,
+    PrivacySpec,
+    build_spec,
+    no_models,
+    parse_models,
+)
 
 
 def spec_of(data):
@@ -19,6 +33,19 @@ def spec_of(data):
     return data.extra.get(EXTRA_KEY) if data.extra else None
 
 
-__all__ = ["AvgRisk", "DistinctLDiversity", "EntropyLDiversity", "KAnonymity", "MaxRisk",
-           "RecursiveCLDiversity", "TCloseness", "PrivacySpec", "build_spec", "no_models",
-           "parse_models", "spec_of", "PRIVACY_PARAMS", "EXTRA_KEY"]
+__all__ = [
+    "EXTRA_KEY",
+    "PRIVACY_PARAMS",
+    "AvgRisk",
+    "DistinctLDiversity",
+    "EntropyLDiversity",
+    "KAnonymity",
+    "MaxRisk",
+    "PrivacySpec",
+    "RecursiveCLDiversity",
+    "TCloseness",
+    "build_spec",
+    "no_models",
+    "parse_models",
+    "spec_of",
+]

@@ -129,7 +129,8 @@ def emd_hierarchical(cnt, lo, hi, n, p, parent, leaf, weight, order, scr):
 @njit
 def emd_of(cnt, a, n, P, scr):
     """EMD of attribute a of one class against the table."""
-    fp, ip, codes, val_off, t_kind, p_glob, h_parent, h_node_off, h_leaf, h_weight, h_order = P
+    val_off, t_kind, p_glob = P[3], P[4], P[5]
+    h_parent, h_node_off, h_leaf, h_weight, h_order = P[6], P[7], P[8], P[9], P[10]
     lo = val_off[a]
     hi = val_off[a + 1]
     kind = t_kind[a]
@@ -146,7 +147,7 @@ def emd_of(cnt, a, n, P, scr):
 @njit
 def class_ok(cnt, n, P, scr):
     """True when a class of n rows with histogram ``cnt`` (float64 (M,)) satisfies every model."""
-    fp, ip, codes, val_off, t_kind, p_glob, h_parent, h_node_off, h_leaf, h_weight, h_order = P
+    fp, ip, val_off = P[0], P[1], P[3]
     if n < fp[0] or n <= 0:
         return False
     lk = ip[0]

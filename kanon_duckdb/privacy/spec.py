@@ -20,8 +20,15 @@ import pyarrow.compute as pc
 
 from ..errors import InfeasibleError, InvalidParameterError, TaxonomyError
 from . import _kernels as K
-from .models import (L_VARIANTS, T_DISTANCES, AvgRisk, KAnonymity, MaxRisk, RecursiveCLDiversity,
-                     TCloseness)
+from .models import (
+    L_VARIANTS,
+    T_DISTANCES,
+    AvgRisk,
+    KAnonymity,
+    MaxRisk,
+    RecursiveCLDiversity,
+    TCloseness,
+)
 
 PRIVACY_PARAMS = ("sensitive", "l", "l_variant", "c", "t", "t_distance", "max_risk", "avg_risk")
 EXTRA_KEY = "__kanon_privacy"  # QIData.extra key under which algorithms find the spec
@@ -132,7 +139,7 @@ class PrivacySpec:
         return K.classes_ok(np.ascontiguousarray(ec, dtype=np.int64), int(n_classes),
                             self.packed(), self.scr_cols)
 
-    def subset(self, rows: np.ndarray) -> "PrivacySpec":
+    def subset(self, rows: np.ndarray) -> PrivacySpec:
         """The same models over rows ``rows`` (the table distribution p stays the input's)."""
         import dataclasses
         return dataclasses.replace(self, codes=np.ascontiguousarray(self.codes[rows]))
