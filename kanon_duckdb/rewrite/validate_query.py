@@ -17,6 +17,8 @@ kanon_duckdb.errors.UnsupportedQueryError: AVG() over quasi-identifier 'Age' tha
 """
 from __future__ import annotations
 
+import re
+
 from sqlglot import exp
 
 from ..errors import UnsupportedQueryError
@@ -24,6 +26,54 @@ from .fraction import predicate_tree
 from .sqlgen import column_names, to_sql
 
 SUPPORTED_AGGREGATES = (exp.Count, exp.Sum, exp.Avg)
+
+# The only functions a query given to query_error / kanon_rewrite / workload_error may call:
+# DuckDB built-ins known to be pure (no side effect, no file, network, catalog or setting access),
+# named as DuckDB spells them in the SQL the rewriter generates. Everything else -- every UDF and
+# macro (kanon_load_arx, kanon_build_*, ...), nextval, setseed, read_*, getenv, query, ... -- is
+# refused before any SQL runs. Extend only with functions that are pure for every argument.
+PURE_FUNCTIONS = frozenset("""
+    count sum avg
+    abs sign round floor ceil ceiling trunc even sqrt cbrt exp ln log log2 log10 pow power mod
+    greatest least isnan isinf isfinite
+    cast try_cast case coalesce ifnull nullif
+    lower upper lcase ucase length strlen len char_length character_length octet_length
+    bit_length substring substr left right lpad rpad trim ltrim rtrim reverse repeat replace
+    concat concat_ws strpos instr position contains starts_with ends_with prefix suffix
+    regexp_matches regexp_full_match regexp_replace regexp_extract split_part string_split
+    ascii chr like_escape md5 hash
+    year month day hour minute second millisecond quarter week weekday dayofweek dayofmonth
+    dayofyear yearweek isodow isoyear extract date_part datepart date_trunc datetrunc date_diff
+    datediff date_sub datesub strftime strptime make_date make_time make_timestamp epoch epoch_ms
+    to_timestamp last_day monthname dayname
+    list_value list_contains array_contains list_has list_extract array_extract array_length
+    list_position struct_extract
+""".split())
+
+
+# AND, OR, ||, NOT, ... are sqlglot Funcs but pure operators; aggregates have their own allow-list
+# (SUPPORTED_AGGREGATES, checked in check_query with a message naming the aggregate)
+_NOT_CALLS = (exp.Connector, exp.Binary, exp.Unary, exp.AggFunc)
+
+
+def function_name(node: exp.Func) -> str:
+    """The DuckDB name (lower case) under which ``node`` runs in the generated SQL."""
+    if isinstance(node, (exp.Anonymous, exp.AnonymousAggFunc)):
+        return str(node.name).lower()
+    m = re.match(r"[A-Za-z_][A-Za-z0-9_]*", node.sql(dialect="duckdb"))
+    return m.group(0).lower() if m else type(node).__name__.lower()
+
+
+def check_functions(nodes) -> None:
+    """Refuse any function call outside :data:`PURE_FUNCTIONS` (side effects must never run)."""
+    for node in nodes:
+        if isinstance(node, exp.Func) and not isinstance(node, _NOT_CALLS):
+            name = function_name(node)
+            if name not in PURE_FUNCTIONS:
+                raise UnsupportedQueryError(
+                    f"function {name}() is not allowed in a query to estimate: only pure built-in "
+                    f"functions may be called (e.g. lower, abs, round, year, coalesce, CASE); "
+                    f"compute it in a view of the tables first")
 
 
 def _fail(what: str) -> UnsupportedQueryError:
@@ -73,6 +123,7 @@ def check_query(expression: exp.Expression, ctx):
     if not isinstance(from_.this, exp.Table) or not isinstance(from_.this.this, exp.Identifier):
         raise _fail(f"FROM `{to_sql(from_.this)}` (a subquery or table function)")
     nodes = list(expression.walk())  # one walk; the checks below filter it
+    check_functions(nodes)
     for node in nodes:
         if isinstance(node, (exp.Select, exp.Subquery, exp.Exists)) and node is not expression:
             raise _fail("a subquery")

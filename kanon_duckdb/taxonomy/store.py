@@ -340,6 +340,29 @@ def build_flat_taxonomy(con, table: str, column: str, attr: str | None = None) -
     return insert_edges(con, attr or col, builders.flat_edges(vals, attr=attr or col))
 
 
+def read_file_text(con, path) -> str:
+    """Text of the file ``path``, read through DuckDB (``read_text``) so the connection's settings
+    apply: with ``SET enable_external_access = false`` nothing is read."""
+    try:
+        rows = con.execute("SELECT content FROM read_text(?)", [str(path)]).fetchall()
+    except duckdb.PermissionException as exc:
+        raise TaxonomyError(f"cannot read '{path}': {exc} (file access is disabled on this "
+                            f"database; insert the tree rows into kanon_taxonomy instead)") from None
+    except duckdb.IOException:
+        raise TaxonomyError(f"ARX hierarchy file '{path}' does not exist or cannot be read") from None
+    except duckdb.InvalidInputException as exc:
+        raise TaxonomyError(f"ARX hierarchy file '{path}' is not UTF-8 text: {exc}") from None
+    if not rows:
+        raise TaxonomyError(f"ARX hierarchy file '{path}' does not exist or cannot be read")
+    if len(rows) != 1:
+        raise TaxonomyError(f"ARX hierarchy path '{path}' names {len(rows)} files; name one file")
+    return rows[0][0].removeprefix("\ufeff")
+
+
 def load_arx_taxonomy(con, attr: str, path, delimiter: str = ";") -> int:
-    """Load an ARX hierarchy CSV file as the tree of ``attr``."""
-    return insert_edges(con, attr, builders.arx_hierarchy_edges(path, delimiter, attr=attr))
+    """Load an ARX hierarchy CSV file (read through DuckDB, see read_file_text) as the tree of
+    ``attr``."""
+    text = read_file_text(con, path)
+    if "\n" not in text:
+        text += "\n"  # a one-line file is still a file, not a path, for arx_hierarchy_edges
+    return insert_edges(con, attr, builders.arx_hierarchy_edges(text, delimiter, attr=attr))
