@@ -71,7 +71,7 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
     if seed is None:
         seed = 0
     seed = int(seed)
-    given, privacy_given = privacy_hooks.split_params(algorithm, params)
+    given, privacy_given, local = privacy_hooks.split_params(algorithm, params)
     params = coerce_params(algorithm, given)
     models, sensitive, t_distance = parse_models(privacy_given, k, algorithm.name)
     plan = plan_qis(con, table, qi, numeric, categorical)
@@ -83,8 +83,9 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
                              need_num_trees=algorithm.needs_num_trees, taxonomies=taxonomies)
         check_k(k, data.n)
         spec = privacy_hooks.attach(con, data, models, sensitive, t_distance, plan.table)
-        part = algorithm.run(data, max(k, spec.min_class_size), seed, params, progress)
-        part = privacy_hooks.enforce(algorithm, data, part, spec, params)
+        part = privacy_hooks.run(algorithm, data, max(k, spec.min_class_size), seed, params,
+                                 progress, spec, local)
+        part = privacy_hooks.enforce(algorithm, data, part, spec, {**params, **local})
         g = privacy_hooks.publish_suppressed(data, generalize(data, part))
     _verify(g, k)
     elapsed = time.perf_counter() - t0
@@ -95,7 +96,8 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
         n_sup = int(part.suppressed.sum()) if part.suppressed is not None else 0
         run_id = record_run(con, source=plan.table, k=k, algo=algorithm.name, qi=plan.qi,
                             numeric_qi=plan.numeric, categorical_qi=plan.categorical,
-                            params={**params, **privacy_hooks.recorded(privacy_given, spec)},
+                            params={**params, **local,
+                                    **privacy_hooks.recorded(privacy_given, spec)},
                             seed=seed, n_rows=data.n, n_classes=g.n_classes,
                             n_suppressed=n_sup, elapsed_s=elapsed,
                             qi_loss=[loss[order[c]] for c in plan.qi],

@@ -4,7 +4,8 @@
    algorithm's own parameters (info2means keeps reading ``sensitive``: its first column).
 2. ``parse_models`` (``spec``), then the sensitive columns are read with the QIs.
 3. ``attach``: encode them into a PrivacySpec that algorithms find in ``QIData.extra``.
-4. the algorithm runs with k = the models' class size (k, ceil(1/max_risk), ...).
+4. ``run``: the algorithm runs with k = the models' class size (k, ceil(1/max_risk), ...);
+   local-recoding algorithms then apply ``max_suppression`` (``suppress.suppress_after``).
 5. ``enforce``: local-recoding algorithms other than Mondrian get the repair pass
    (``enforce.repair``); every partition then passes ``enforce.check_published``.
 6. ``publish_suppressed``: suppressed rows are published fully generalized (root, NULL range).
@@ -18,6 +19,7 @@ import numpy as np
 
 from ..errors import InvalidParameterError
 from .enforce import check_published, repair
+from .suppress import suppress_after
 from .spec import EXTRA_KEY, PRIVACY_PARAMS, build_spec, parse_sensitive
 
 # algorithms that enforce the models themselves (no repair pass needed)
@@ -25,19 +27,38 @@ ENFORCED_INSIDE = ("mondrian", "optimal", "kgen", "random", "datafly")
 
 
 def split_params(algorithm, given: dict | None):
-    """(algorithm parameters, privacy parameters) from the caller's parameters. info2means keeps
-    its own ``sensitive`` (the weights' column): the first column of a list."""
-    algo_params, priv = {}, {}
+    """(algorithm parameters, privacy parameters, local options) from the caller's parameters.
+
+    Privacy parameters apply to every algorithm; info2means keeps its own ``sensitive`` (the
+    weights' column): the first column of a list. ``max_suppression`` of a local-recoding
+    algorithm that does not declare it itself is a local option (``suppress``), validated by
+    the registry's declaration."""
+    from ..params import SHARED
+    algo_params, priv, local = {}, {}, {}
     for name, value in (given or {}).items():
         if name in PRIVACY_PARAMS:
             priv[name] = value
+        elif (name == "max_suppression" and algorithm.family == "local"
+              and name not in algorithm.params):
+            if value is not None:
+                local[name] = SHARED[name].coerce(value, algorithm.name)
         else:
             algo_params[name] = value
     if "sensitive" in algorithm.params and priv.get("sensitive") is not None:
         names = parse_sensitive(priv["sensitive"])
         if names:
             algo_params["sensitive"] = names[0]
-    return algo_params, priv
+    return algo_params, priv, local
+
+
+def run(algorithm, data, k: int, seed: int, params: dict, progress, spec, local: dict):
+    """Run the algorithm; with ``max_suppression``, local-recoding algorithms then suppress the
+    rows whose presence costs most (``suppress.suppress_after``)."""
+    part = algorithm.run(data, k, seed, params, progress)
+    ms = local.get("max_suppression")
+    if ms:
+        part = suppress_after(data, part, k, ms, params.get("weights"), spec)
+    return part
 
 
 def sensitive_columns(plan, sensitive: list, models: tuple, extra: list) -> list:
