@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 import os
 
-import duckdb
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
