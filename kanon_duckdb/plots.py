@@ -19,6 +19,7 @@ METRICS = (
     ("cavg", "Normalized avg. class size C_avg", True),
     ("cm", "Classification metric CM", False),
     ("query_error", "Query error (mean relative error)", True),
+    ("query_error_median", "Query error (median relative error)", True),
     ("seconds", "Runtime (s)", True),
 )
 _MARKERS = "osD^v<>ph*"

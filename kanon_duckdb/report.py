@@ -80,6 +80,10 @@ def _parse_list(text, cast=str):
     return [cast(x.strip()) for x in str(text).split(",") if x.strip()]
 
 
+ADULT_LABEL = "income"
+AUTO = "auto"
+
+
 def _validate(con, table, algos, ks, label, sample, qi):
     from .algorithms import get_algorithm
 
@@ -95,6 +99,9 @@ def _validate(con, table, algos, ks, label, sample, qi):
         raise InvalidParameterError(f"sample={sample} must be a positive number of rows")
     _, table_sql = resolve_table(con, table)
     cols = list(con.sql(f"SELECT * FROM {table_sql} LIMIT 0").columns)
+    is_adult = all(c in cols for c in ADULT_QI) and ADULT_LABEL in cols
+    if label == AUTO:  # Adult's label on Adult only; other data: no CM unless a label is given
+        label = ADULT_LABEL if is_adult else None
     if qi is None:
         qi = ADULT_QI if all(c in cols for c in ADULT_QI) else [c for c in cols if c != label]
     missing = [c for c in qi if c not in cols]
@@ -107,7 +114,7 @@ def _validate(con, table, algos, ks, label, sample, qi):
     if label is not None and label in qi:
         raise InvalidParameterError(f"label column {label!r} is also a QI; CM needs a label that "
                                     "anonymization leaves unchanged")
-    return algos, ks, table_sql, list(qi)
+    return algos, ks, table_sql, list(qi), label
 
 
 def _make_source(con, table_sql, sample, seed):
@@ -182,7 +189,7 @@ def _measure(con, anon_name, source_name, k, label, funcs, workload):
     return out
 
 
-def _warm_up(con, source_sql, algos, qi, seed, on_progress):
+def _warm_up(con, source_sql, algos, qi, seed, on_progress, params):
     """Run each algorithm once on a 64-row table so JIT compilation is not timed."""
     warm = quote_ident(WARMUP_TABLE)
     con.execute(f"CREATE OR REPLACE TABLE {warm} AS SELECT * FROM {source_sql} "
@@ -192,8 +199,9 @@ def _warm_up(con, source_sql, algos, qi, seed, on_progress):
             if on_progress:
                 on_progress(f"{algo}: warm-up (JIT compilation) ...")
             try:
-                con.execute("SELECT count(*) FROM k_anonymize(?, k := 2, algo := ?, qi := ?, "
-                            "seed := ?)", [WARMUP_TABLE, algo, qi, int(seed)]).fetchall()
+                con.execute(f"SELECT count(*) {_anonymize_sql(params)}",
+                            [WARMUP_TABLE, 2, algo, qi, int(seed)] + list(params.values())
+                            ).fetchall()
             except Exception as exc:  # the timed run will report it
                 log.info("report: warm-up of %s failed: %s", algo, exc)
     finally:
@@ -255,15 +263,18 @@ def _write_html(path, rows, plots, meta, notes, columns=COLUMNS):
              "img{max-width:48%;margin:4px;border:1px solid #ddd}</style></head><body>",
              f"<h1>kanon-duckdb report: {html.escape(meta['table'])}</h1>",
              "<p>" + html.escape(
-                 f"{meta['n_rows']} rows; QIs: {', '.join(meta['qi'])}; label: {meta['label']}; "
-                 f"algorithms: {', '.join(meta['algos'])}; k: {', '.join(map(str, meta['ks']))}; "
-                 f"seed {meta['seed']}.") + "</p>"]
+                 f"{meta['n_rows']} rows; QIs: {', '.join(meta['qi'])}; label: "
+                 f"{meta['label'] or 'none (no CM)'}; algorithms: {', '.join(meta['algos'])}; "
+                 f"k: {', '.join(map(str, meta['ks']))}; seed {meta['seed']}"
+                 + "".join(f"; {n} = {v}" for n, v in (meta.get('params') or {}).items())
+                 + ".") + "</p>"]
     if notes:
         parts.append("<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")
+    parts.append("<h2>Metrics vs k</h2>")
     if "overview" in plots:
-        parts.append(f"<h2>Overview</h2><img style='max-width:100%' "
-                     f"src='{html.escape(os.path.relpath(plots['overview'], out_dir))}' alt='overview'>")
-    parts.append("<h2>Metrics vs k</h2><div>")
+        rel = html.escape(os.path.relpath(plots["overview"], out_dir))
+        parts.append(f"<p>All plots in one figure: <a href='{rel}'>{rel}</a></p>")
+    parts.append("<div>")
     for name, p in plots.items():
         if name != "overview":
             rel = html.escape(os.path.relpath(p, out_dir))
@@ -277,16 +288,31 @@ def _write_html(path, rows, plots, meta, notes, columns=COLUMNS):
     parts.append("</table><p>Definitions: GCP and GenTotal-IL are fractions in [0, 1]; DM = sum of "
                  "class sizes squared (+N per suppressed row); C_avg = (N / classes) / k; CM = share "
                  "of rows suppressed or not carrying their class's majority label; query error = "
-                 "mean relative error |A - a| / A of the COUNT workload. Results CSV: "
+                 "mean (and median) relative error |A - a| / A of the COUNT workload. Results CSV: "
                  "<a href='kanon_report.csv'>kanon_report.csv</a>; DuckDB table "
                  f"<code>{REPORT_TABLE}</code>.</p></body></html>")
     with open(path, "w", encoding="utf-8") as f:
         f.write("\n".join(parts))
 
 
-def build_report(con, table, algos, ks, out_dir, qi=None, label="income", sample=None, seed=0,
+def _check_params(params) -> dict:
+    """Algorithm parameters {name: value}; names must be identifiers (they become ``name :=``)."""
+    params = dict(params or {})
+    for name in params:
+        if not isinstance(name, str) or not name.isidentifier():
+            raise InvalidParameterError(f"invalid parameter name {name!r}; pass name=value")
+    return params
+
+
+def _anonymize_sql(params) -> str:
+    """The k_anonymize call of a run, parameters bound as ``?`` after the fixed ones."""
+    named = "".join(f", {name} := ?" for name in params)
+    return f"FROM k_anonymize(?, k := ?, algo := ?, qi := ?, seed := ?{named})"
+
+
+def build_report(con, table, algos, ks, out_dir, qi=None, label=AUTO, sample=None, seed=0,
                  queries=1000, keep_tables=False, plots=True, warmup=True, ml_models=None,
-                 on_progress=None) -> dict:
+                 on_progress=None, params=None) -> dict:
     """Run every (algo, k) on ``table``, measure, and write CSV, PNGs, HTML and ``kanon_report``.
 
     Parameters
@@ -296,7 +322,10 @@ def build_report(con, table, algos, ks, out_dir, qi=None, label="income", sample
     out_dir : output folder (created).
     qi : QI columns; default the papers' eight Adult QIs when present, else every column but
         ``label``.
-    label : class column for CM (None: no CM).
+    label : class column for CM (None: no CM; 'auto', the default: ``income`` when the table is
+        Adult, else no CM).
+    params : algorithm parameters {name: value} passed to every k_anonymize call (an algorithm
+        that does not take one fails its runs with a row naming the parameter).
     sample : anonymize a deterministic sample of this many rows (table ``kanon_report_sample``).
     seed : passed to every algorithm and to the sample and the workload.
     queries : size of the query workload (0: no query error).
@@ -315,8 +344,9 @@ def build_report(con, table, algos, ks, out_dir, qi=None, label="income", sample
     ``rows`` (list of dicts, ``columns`` keys), ``columns`` (COLUMNS plus the classifier columns),
     ``ml_baseline`` ({column: raw-data value}) and ``notes`` (list of str).
     """
-    algos, ks, table_sql, qi = _validate(con, table, _parse_list(algos), _parse_list(ks, int),
-                                         label, sample, qi)
+    algos, ks, table_sql, qi, label = _validate(con, table, _parse_list(algos),
+                                                _parse_list(ks, int), label, sample, qi)
+    params = _check_params(params)
     os.makedirs(out_dir, exist_ok=True)
     notes = []
     funcs = _functions(con)
@@ -355,7 +385,7 @@ def build_report(con, table, algos, ks, out_dir, qi=None, label="income", sample
                      "30% held-out raw rows (classification_utility); dashed line = trained on raw")
     ml_baseline = {}
     if warmup:
-        _warm_up(con, source_sql, algos, qi, seed, on_progress)
+        _warm_up(con, source_sql, algos, qi, seed, on_progress, params)
         notes.append("each algorithm ran once on 64 rows before timing, so numba compilation "
                      "is not in the runtimes")
     rows = []
@@ -368,8 +398,8 @@ def build_report(con, table, algos, ks, out_dir, qi=None, label="income", sample
             t0 = time.perf_counter()
             try:
                 con.execute(f"CREATE OR REPLACE TABLE {quote_ident(anon_name)} AS "
-                            "FROM k_anonymize(?, k := ?, algo := ?, qi := ?, seed := ?)",
-                            [source_name, k, algo, qi, int(seed)])
+                            f"{_anonymize_sql(params)}",
+                            [source_name, k, algo, qi, int(seed)] + list(params.values()))
                 row["seconds"] = time.perf_counter() - t0
                 run_id, algo_s = con.execute(
                     f"SELECT r.run_id, r.elapsed_s FROM kanon_runs r WHERE r.run_id = "
@@ -405,7 +435,7 @@ def build_report(con, table, algos, ks, out_dir, qi=None, label="income", sample
                                  baselines=ml_baseline)
     html_path = os.path.join(out_dir, "index.html")
     meta = {"table": table, "n_rows": n_rows, "qi": qi, "label": label, "algos": algos, "ks": ks,
-            "seed": seed}
+            "seed": seed, "params": params}
     if ml_baseline:
         notes.append("raw-data baseline: " + ", ".join(
             f"{c} {v:.4f}" for c, v in ml_baseline.items()))
@@ -415,6 +445,13 @@ def build_report(con, table, algos, ks, out_dir, qi=None, label="income", sample
 
 
 # --------------------------------------------------------------------------- command line
+
+
+def _name_value(text: str):
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"expected name=value, got {text!r}")
+    return name.strip(), value.strip()
 
 
 def add_report_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -430,7 +467,8 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
     parser.add_argument("--qi", default=None,
                         help="comma-separated QI columns (default: the papers' 8 Adult QIs, or "
                              "every column but the label)")
-    parser.add_argument("--label", default="income", help="class column for CM (default: income)")
+    parser.add_argument("--label", default=AUTO,
+                        help="class column for CM (default: income on the Adult table, else none)")
     parser.add_argument("--no-label", action="store_true", help="do not compute CM")
     parser.add_argument("--sample", type=int, default=None,
                         help="anonymize a deterministic sample of N rows (quick runs)")
@@ -444,6 +482,14 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
     parser.add_argument("--ml", default=None,
                         help="comma-separated classifiers (knn,svm,rf,nb,dt,lr) whose accuracy and "
                              "F-measure on each anonymized table are added (needs kanon-duckdb[ml])")
+    parser.add_argument("--param", action="append", type=_name_value, metavar="NAME=VALUE",
+                        help="algorithm parameter for every run (repeatable), e.g. "
+                             "--param max_suppression=0.005")
+    parser.add_argument("--hierarchy", action="append", type=_name_value, metavar="QI=FILE.csv",
+                        help="ARX hierarchy CSV for a categorical QI (repeatable), loaded into "
+                             "kanon_taxonomy before the runs")
+    parser.add_argument("--hierarchy-delimiter", default=";",
+                        help="delimiter of hierarchy files (default ;)")
     parser.add_argument("--no-warmup", action="store_true",
                         help="time the first run of each algorithm with its JIT compilation")
     return parser
@@ -459,6 +505,11 @@ def run_report(args) -> dict:
                              [args.table]).fetchall()[0][0]
         if not exists and args.table == "adult":
             load_example(con, "adult")
+        for attr, path in getattr(args, "hierarchy", None) or []:
+            from .taxonomy import load_arx_taxonomy
+            if not os.path.exists(path):
+                raise InvalidParameterError(f"hierarchy file not found: {path}")
+            load_arx_taxonomy(con, attr, path, delimiter=args.hierarchy_delimiter)
         say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
         res = build_report(con, args.table, _parse_list(args.algos), _parse_list(args.k, int),
                            args.out, qi=_parse_list(args.qi),
@@ -466,7 +517,7 @@ def run_report(args) -> dict:
                            seed=args.seed, queries=args.queries, keep_tables=args.keep_tables,
                            plots=not args.no_plots,
                            warmup=not args.no_warmup, ml_models=_parse_list(args.ml),
-                           on_progress=say)
+                           on_progress=say, params=dict(getattr(args, "param", None) or []))
     finally:
         con.close()
     print(f"report: {os.path.abspath(res['html'])}")

@@ -74,8 +74,11 @@ def test_report_writes_pngs_and_html_that_shows_them(small_report):
         with open(path, "rb") as f:
             assert f.read(8) == PNG_MAGIC
     page = open(res["html"], encoding="utf-8").read()
-    for path in res["plots"].values():
-        assert f"src='{os.path.basename(path)}'" in page
+    for name, path in res["plots"].items():
+        if name != "overview":  # every metric shown once; the overview grid is a link
+            assert page.count(f"src='{os.path.basename(path)}'") == 1
+    assert "src='overview.png'" not in page and "href='overview.png'" in page
+    assert page.count("<img") == len(res["plots"]) - 1
     assert "<table>" in page and "kanon_report.csv" in page
 
 
@@ -87,7 +90,8 @@ def test_report_query_error_column_follows_the_workload_macros(adult_con, small_
     values = [r.get("query_error") for r in res["rows"]]
     if have == {"query_workload", "workload_error"}:
         assert all(v is not None and v >= 0 for v in values)
-        assert "query_error" in res["plots"]
+        assert "query_error" in res["plots"] and "query_error_median" in res["plots"]
+        assert all(r["query_error_median"] is not None for r in res["rows"])
     else:
         assert all(v is None for v in values)
         assert any("query error" in n for n in res["notes"])
@@ -147,6 +151,37 @@ def test_command_line_main(tmp_path, capsys, monkeypatch):
     finally:
         con.close()
     assert report.main(["--db", db, "--table", "missing", "--out", str(out)]) == 2
+
+
+def test_command_line_param_hierarchy_and_no_adult_label(tmp_path, capsys):
+    """Other data: no CM by default (no 'income' label assumed); --param reaches k_anonymize and
+    is shown; --hierarchy loads an ARX tree that the run's published labels come from."""
+    db = str(tmp_path / "h.duckdb")
+    con = kanon_duckdb.connect(db)
+    con.execute("CREATE TABLE t AS SELECT (i % 37)::INTEGER AS a, ['p', 'q', 'r', 's'][1 + i % 4] "
+                "AS c FROM range(200) r(i)")
+    con.close()
+    hier = tmp_path / "c.csv"
+    hier.write_text("p;pq;*\nq;pq;*\nr;rs;*\ns;rs;*\n")
+    out = tmp_path / "rep"
+    rc = report.main(["--db", db, "--table", "t", "--algos", "kmember", "--k", "4",
+                      "--queries", "0", "--out", str(out), "--param", "seed_choice=random",
+                      "--param", "cost=height", "--hierarchy", f"c={hier}", "--no-plots"])
+    assert rc == 0, capsys.readouterr().err
+    con = kanon_duckdb.connect(db)
+    try:
+        assert con.execute("SELECT cm, error FROM kanon_report").fetchall() == [(None, None)]
+        params = con.execute("SELECT params FROM kanon_runs ORDER BY run_id DESC LIMIT 1"
+                             ).fetchall()[0][0]
+        assert '"seed_choice": "random"' in params and '"cost": "height"' in params
+        assert con.execute("SELECT count(*) FROM kanon_taxonomy WHERE attr = 'c' AND child = 'pq'"
+                           ).fetchall()[0][0] == 1
+    finally:
+        con.close()
+    page = (out / "index.html").read_text()
+    assert "label: none (no CM)" in page and "seed_choice = random" in page
+    assert report.main(["--db", db, "--table", "t", "--out", str(out), "--hierarchy",
+                        f"c={tmp_path / 'missing.csv'}"]) == 2
 
 
 def test_plots_skip_missing_metrics_and_draw_one_line_per_algo(tmp_path):
