@@ -121,6 +121,9 @@ def run_anonymize(args) -> int:
     if in_is_db and not args.table:
         raise CliError(f"{inp} is a DuckDB database: name the table to anonymize with --table")
     out_fmt = _FILE_FORMATS.get(_suffix(out))
+    if out_fmt is not None and _same_file(inp, out) and not args.replace:
+        raise CliError(f"OUTPUT {out} is the INPUT file: choose another output (or pass --replace "
+                       f"to overwrite the input once the run has succeeded)")
     if in_is_db and out_fmt is None:
         if args.db and os.path.abspath(args.db) != os.path.abspath(inp):
             raise CliError("a table OUTPUT of a DuckDB INPUT is written to INPUT: omit --db")
@@ -146,24 +149,23 @@ def run_anonymize(args) -> int:
             # the input's taxonomy trees apply (k_anonymize reads kanon_taxonomy of this database)
             if con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = "
                            "'__kanon_input' AND table_name = 'kanon_taxonomy'").fetchall()[0][0]:
-                con.execute("INSERT INTO kanon_taxonomy SELECT attr, child, parent "
-                            "FROM __kanon_input.main.kanon_taxonomy")
+                _merge_input_taxonomy(con, work_db, args.replace)
         else:
             source = args.table or _table_name_from_path(inp)
-            reader = {"csv": "read_csv", "parquet": "read_parquet", "json": "read_json"}[in_fmt]
-            con.execute(f"CREATE OR REPLACE TABLE {quote_ident(source)} AS FROM {reader}(?)", [inp])
+            if work_db is not None and _table_exists(con, source) and not args.replace:
+                raise CliError(f"table {source!r} already exists in {work_db}: name the table to "
+                               f"load {inp} into with --table, or pass --replace to replace it")
+            _load_file(con, source, inp, in_fmt, args.qi, args.csv_option or [])
         for attr, path in args.hierarchy or []:
             from .taxonomy import load_arx_taxonomy
             if not os.path.exists(path):
                 raise CliError(f"hierarchy file not found: {path}")
             load_arx_taxonomy(con, attr, path, delimiter=args.hierarchy_delimiter)
+        numeric, categorical = _kinds_with_hierarchies(args)
         select = k_anonymize_sql(source, args.k, args.algo, args.qi, args.seed, params,
-                                 numeric=args.numeric, categorical=args.categorical)
+                                 numeric=numeric, categorical=categorical)
         if out_fmt is None:
-            exists = con.execute(
-                "SELECT count(*) FROM duckdb_tables() WHERE table_name = ? AND schema_name = "
-                "current_schema() AND database_name = current_database()", [out]).fetchall()[0][0]
-            if exists and not args.replace:
+            if _table_exists(con, out) and not args.replace:
                 raise CliError(f"table {out!r} already exists in {work_db}; choose another name "
                                f"or pass --replace")
             result = quote_ident(out)
@@ -232,6 +234,112 @@ def run_anonymize(args) -> int:
     finally:
         con.close()
         del con
+
+
+def _demo_report_dir(given):
+    """The demo's report directory: as given, none for --no-report, else a fresh temporary one."""
+    if given is False:
+        return None
+    if given:
+        return given
+    import tempfile
+    return tempfile.mkdtemp(prefix="kanon-demo-report-")
+
+
+def _same_file(a: str, b: str) -> bool:
+    """True when paths ``a`` and ``b`` name the same file (after resolving links)."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _table_exists(con, name: str) -> bool:
+    return bool(con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name = ? AND schema_name = "
+        "current_schema() AND database_name = current_database()", [name]).fetchall()[0][0])
+
+
+def _load_file(con, table: str, path: str, fmt: str, qi: list, csv_options: list) -> None:
+    """Load INPUT into ``table``. A CSV's non-QI columns are read as text, so they come out exactly
+    as they went in (the sniffer would turn Yes/No into true/false); QIs keep their sniffed types.
+    ``csv_options`` ((name, value) from --csv-option) are passed to read_csv."""
+    from .demo import sql_string
+    from .sqlutil import quote_ident
+    if fmt != "csv":
+        reader = {"parquet": "read_parquet", "json": "read_json"}[fmt]
+        con.execute(f"CREATE OR REPLACE TABLE {quote_ident(table)} AS FROM {reader}(?)", [path])
+        return
+    opts = "".join(f", {quote_ident(k)} = {_option_value(v)}" for k, v in csv_options)
+    types = con.execute(f"SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_csv("
+                        f"{sql_string(path)}{opts}))").fetchall()
+    qi_lower = {q.lower() for q in qi}
+    keep = {c: t for c, t in types if c.lower() in qi_lower}
+    text = "{" + ", ".join(f"{sql_string(c)}: {sql_string(t)}" for c, t in keep.items()) + "}"
+    con.execute(f"CREATE OR REPLACE TABLE {quote_ident(table)} AS FROM read_csv("
+                f"{sql_string(path)}{opts}, all_varchar = true"
+                + (f", types = {text}" if keep else "") + ")")
+
+
+def _option_value(text: str) -> str:
+    """A --csv-option value as SQL: numbers and true/false as they are, anything else as text."""
+    from .demo import sql_string
+    t = text.strip()
+    if len(t) >= 2 and t[0] == t[-1] and t[0] in "'\"":
+        return sql_string(t[1:-1])
+    if t.lower() in ("true", "false"):
+        return t.lower()
+    try:
+        float(t)
+        return t
+    except ValueError:
+        return sql_string(t)
+
+
+def _kinds_with_hierarchies(args):
+    """(numeric, categorical) QI lists: a QI given a --hierarchy is categorical (its tree is used,
+    whatever the column's type); an explicit --numeric for it is a contradiction."""
+    numeric = list(args.numeric) if args.numeric is not None else None
+    categorical = list(args.categorical) if args.categorical is not None else None
+    tree_qis = [attr for attr, _ in (args.hierarchy or [])]
+    for q in tree_qis:
+        if q not in args.qi:
+            raise CliError(f"--hierarchy {q}=...: {q!r} is not one of the QIs ({', '.join(args.qi)})")
+        if numeric is not None and q in numeric:
+            raise CliError(f"--hierarchy {q}=... makes {q!r} categorical, but --numeric names it too; "
+                           f"drop one of them")
+    if tree_qis:
+        categorical = (categorical or []) + [q for q in tree_qis if q not in (categorical or [])]
+    return numeric, categorical
+
+
+def _merge_input_taxonomy(con, work_db, replace: bool) -> None:
+    """Make the DuckDB INPUT's trees available in the working database without duplicating rows:
+    a tree the working database lacks is copied; an identical one is left alone; a different tree
+    under the same name is an error unless --replace (then the input's tree replaces it)."""
+    src = "__kanon_input.main.kanon_taxonomy"
+    differing = [r[0] for r in con.execute(f"""
+        WITH a AS (SELECT DISTINCT attr, child, parent FROM {src}),
+             b AS (SELECT DISTINCT attr, child, parent FROM kanon_taxonomy
+                   WHERE attr IN (SELECT attr FROM a))
+        SELECT DISTINCT attr FROM ((FROM a EXCEPT FROM b) UNION ALL (FROM b EXCEPT FROM a))
+        WHERE attr IN (SELECT attr FROM kanon_taxonomy) ORDER BY 1""").fetchall()]
+    if differing and not replace:
+        raise CliError(f"the input's tree for {differing[0]!r} differs from the one in "
+                       f"{work_db or 'the working database'}'s kanon_taxonomy; pass --replace to "
+                       f"use the input's trees there")
+    con.execute("BEGIN")
+    try:
+        if differing:
+            con.execute("DELETE FROM kanon_taxonomy WHERE attr IN (SELECT unnest(?))", [differing])
+        con.execute(f"""INSERT INTO kanon_taxonomy SELECT attr, child, parent FROM {src}
+                        WHERE attr NOT IN (SELECT DISTINCT attr FROM kanon_taxonomy)""")
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
 
 
 def _is_interrupt(exc) -> bool:
@@ -374,10 +482,11 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     d.add_argument("--param", action="append", type=_name_value, metavar="NAME=VALUE",
                    help="algorithm parameter (repeatable), e.g. --param max_suppression=0.02")
-    d.add_argument("--report", metavar="DIR", default="kanon-demo-report",
+    d.add_argument("--report", metavar="DIR", default=None,
                    help="where to write the report of these runs (metrics CSV, plots with the "
-                        "[plot] extra, index.html; default: ./kanon-demo-report)")
-    d.add_argument("--no-report", dest="report", action="store_const", const=None,
+                        "[plot] extra, index.html; default: a new directory in the system's "
+                        "temporary directory, never the current one)")
+    d.add_argument("--no-report", dest="report", action="store_const", const=False,
                    help="do not write the report")
 
     s = sub.add_parser("shell", help="SQL shell with every kanon-duckdb function registered",
@@ -405,7 +514,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="output file (.parquet/.csv/.tsv/.json) or table name")
     a.add_argument("--table", help="table to anonymize (DuckDB INPUT) or to load a file into")
     a.add_argument("--db", help="DuckDB database to work in (and to write a table OUTPUT to)")
-    a.add_argument("--replace", action="store_true", help="replace an existing OUTPUT table")
+    a.add_argument("--replace", action="store_true",
+                   help="replace an existing OUTPUT table or file (also the INPUT file itself, "
+                        "after the run), the table a file is loaded into, or differing trees")
     a.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     a.add_argument("--param", action="append", type=_name_value, metavar="NAME=VALUE",
                    help="algorithm parameter (repeatable), e.g. --param max_suppression=0.02")
@@ -413,6 +524,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="ARX hierarchy CSV for a categorical QI (repeatable); QIs without one "
                         "get a flat tree")
     a.add_argument("--hierarchy-delimiter", default=";", help="delimiter of hierarchy files (;)")
+    a.add_argument("--csv-option", action="append", type=_name_value, metavar="NAME=VALUE",
+                   help="option passed to DuckDB's read_csv for a CSV INPUT (repeatable), e.g. "
+                        "--csv-option delim=; --csv-option header=false")
 
     w = sub.add_parser("warmup", help="compile the numba kernels ahead of time",
                        description="Compile (or load from numba's cache) the kernels of the given "
@@ -449,7 +563,7 @@ def main(argv=None) -> int:
         if args.command == "demo":
             from .demo import run_demo
             return run_demo(algo=args.algo, ks=args.k, qi=args.qi, db=args.db, seed=args.seed,
-                            params=dict(args.param or []), report_dir=args.report)
+                            params=dict(args.param or []), report_dir=_demo_report_dir(args.report))
         if args.command == "shell":
             from .shell import run_shell
             return run_shell(args.db, command=args.sql, bail=args.bail)

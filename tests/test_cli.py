@@ -8,9 +8,12 @@ from __future__ import annotations
 import contextlib
 import csv
 import importlib.util
+import os
 import re
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import duckdb
 import pytest
@@ -19,17 +22,30 @@ from kanon_duckdb import cli
 from kanon_duckdb.shell import Shell, error_line, split_statements
 
 
+CHECKOUT = str(Path(__file__).resolve().parent.parent)
+
+
+def cli_env():
+    """The environment of a CLI subprocess: this checkout first on the path, wherever it runs."""
+    path = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": CHECKOUT + (os.pathsep + path if path else "")}
+
+
 def run_cli(*args, stdin=None, cwd=None, timeout=300):
+    """Run the CLI in a subprocess; in a fresh temporary directory unless ``cwd`` is given, so
+    nothing it writes lands in the checkout."""
     return subprocess.run([sys.executable, "-m", "kanon_duckdb.cli", *args], input=stdin,
-                          capture_output=True, text=True, cwd=cwd, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout, env=cli_env(),
+                          cwd=cwd or tempfile.mkdtemp(prefix="kanon-cli-test-"))
 
 
 # ------------------------------------------------------------------------------------------
 # demo
 
 
-def test_demo_small_k_prints_one_row_per_k():
-    res = run_cli("demo", "--k", "5,50")
+def test_demo_small_k_prints_one_row_per_k(tmp_path):
+    res = run_cli("demo", "--k", "5,50", cwd=tmp_path)
+    assert not any(p.name != "__pycache__" for p in tmp_path.iterdir())  # nothing in the cwd
     assert res.returncode == 0, res.stderr
     assert "Traceback" not in res.stderr
     rows = {}

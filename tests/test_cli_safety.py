@@ -1,0 +1,211 @@
+"""The CLI never destroys what it did not create, and every non-QI column comes out as it went in:
+no table replaced without --replace, no duplicate tree rows, the input never overwritten, CSV text
+preserved, --hierarchy honoured, Ctrl-C / SIGKILL leave no partial output."""
+from __future__ import annotations
+
+import csv
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import duckdb
+import pytest
+
+from kanon_duckdb import cli
+from test_cli import cli_env
+
+
+def _write_csv(path, n=60):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["id", "age", "zip", "smoker", "code", "note"])
+        for i in range(n):
+            w.writerow([i, 20 + (i * 7) % 50, 10000 + (i * 13) % 97, "Yes" if i % 3 else "No",
+                        f"{i % 4:03d}", ["1.50", "2024-01-02", "x;y"][i % 3]])
+
+
+def _rows(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_loading_a_file_never_replaces_a_table_in_db(tmp_path, capsys):
+    src, db = tmp_path / "people.csv", tmp_path / "mine.duckdb"
+    _write_csv(src, 30)
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE people AS SELECT 42 AS mine")
+    con.close()
+    args = ["anonymize", str(src), "--k", "3", "--qi", "age", "--db", str(db), "--out", "people_k"]
+    assert cli.main(args) == 1
+    err = capsys.readouterr().err
+    assert "already exists" in err and "--replace" in err and "--table" in err
+    con = duckdb.connect(str(db))
+    assert con.execute("FROM people").fetchall() == [(42,)]
+    con.close()
+    assert cli.main(args + ["--table", "people_src"]) == 0
+    assert cli.main(args[:-1] + ["people_k2", "--replace"]) == 0
+    con = duckdb.connect(str(db))
+    assert con.execute("SELECT count(*) FROM people").fetchone()[0] == 30  # replaced, as asked
+    con.close()
+
+
+def test_duckdb_input_trees_do_not_accumulate_in_db(tmp_path, capsys):
+    inp, work = tmp_path / "in.duckdb", tmp_path / "work.duckdb"
+    con = duckdb.connect(str(inp))
+    con.execute("CREATE TABLE t AS SELECT i AS id, ['a', 'b', 'c'][1 + i % 3] AS dept FROM range(30) r(i)")
+    con.execute("CREATE TABLE kanon_taxonomy (attr VARCHAR, child VARCHAR, parent VARCHAR)")
+    con.execute("INSERT INTO kanon_taxonomy VALUES ('dept', 'a', 'ab'), ('dept', 'b', 'ab'), "
+                "('dept', 'ab', '*'), ('dept', 'c', '*'), ('dept', '*', NULL)")
+    con.close()
+    for i in range(3):
+        args = ["anonymize", str(inp), "--table", "t", "--k", "3", "--qi", "dept", "--db",
+                str(work), "--out", str(tmp_path / f"o{i}.parquet")]
+        assert cli.main(args) == 0, capsys.readouterr().err
+    con = duckdb.connect(str(work))
+    assert con.execute("SELECT count(*) FROM kanon_taxonomy WHERE attr = 'dept'").fetchone()[0] == 5
+    con.execute("UPDATE kanon_taxonomy SET parent = '*' WHERE child = 'a'")
+    con.close()
+    assert cli.main(args) == 1  # a different tree under the same name: refused
+    assert "differs" in capsys.readouterr().err
+    assert cli.main(args + ["--replace"]) == 0
+    con = duckdb.connect(str(work))
+    assert con.execute("SELECT parent FROM kanon_taxonomy WHERE child = 'a'").fetchall() == [("ab",)]
+    con.close()
+
+
+def test_output_equal_to_input_is_refused_without_replace(tmp_path, capsys):
+    src = tmp_path / "p.csv"
+    _write_csv(src, 30)
+    before = src.read_bytes()
+    os.symlink(src, tmp_path / "link.csv")
+    for out in (src, tmp_path / "link.csv", tmp_path / "sub" / ".." / "p.csv"):
+        (tmp_path / "sub").mkdir(exist_ok=True)
+        rc = cli.main(["anonymize", str(src), "--k", "3", "--qi", "age", "--out", str(out)])
+        assert rc == 1 and "is the INPUT file" in capsys.readouterr().err
+        assert src.read_bytes() == before
+    assert cli.main(["anonymize", str(src), "--k", "3", "--qi", "age", "--out", str(src),
+                     "--replace"]) == 0
+    rows = _rows(src)
+    assert len(rows) == 30 and "age_min" in rows[0]  # replaced by the complete output
+
+
+def test_csv_pass_through_columns_keep_their_text(tmp_path, capsys):
+    src, dst = tmp_path / "p.csv", tmp_path / "o.csv"
+    _write_csv(src, 60)
+    assert cli.main(["anonymize", str(src), "--k", "3", "--qi", "age,zip", "--out", str(dst)]) == 0
+    by_id = {r["id"]: r for r in _rows(src)}
+    out = _rows(dst)
+    assert len(out) == 60
+    for r in out:
+        orig = by_id[r["id"]]
+        assert (r["smoker"], r["code"], r["note"]) == (orig["smoker"], orig["code"], orig["note"])
+        assert int(r["age_min"]) <= int(orig["age"]) <= int(r["age_max"])  # QIs stay numeric
+
+
+def test_csv_option_is_passed_to_read_csv(tmp_path, capsys):
+    src, dst = tmp_path / "p.txt", tmp_path / "o.csv"
+    src.write_text("".join(f"{i}|{20 + i % 30}|{'Yes' if i % 2 else 'No'}\n" for i in range(30)))
+    args = ["anonymize", str(src), "--k", "3", "--qi", "column1", "--out", str(dst),
+            "--csv-option", "delim=|", "--csv-option", "header=false"]
+    assert cli.main(args) == 0, capsys.readouterr().err
+    out = _rows(dst)
+    assert len(out) == 30 and {r["column2"] for r in out} == {"Yes", "No"}
+    assert cli.main(args + ["--csv-option", "no_such_option=1"]) == 1
+
+
+def test_hierarchy_on_a_numeric_column_makes_it_categorical(tmp_path, capsys):
+    src, dst, h = tmp_path / "p.csv", tmp_path / "o.parquet", tmp_path / "zip.csv"
+    _write_csv(src, 60)
+    zips = sorted({10000 + (i * 13) % 97 for i in range(60)})
+    h.write_text("".join(f"{z};{str(z)[:4]}*;*\n" for z in zips))
+    assert cli.main(["anonymize", str(src), "--k", "3", "--qi", "age,zip", "--hierarchy",
+                     f"zip={h}", "--out", str(dst)]) == 0, capsys.readouterr().err
+    con = duckdb.connect()
+    cols = [r[0] for r in con.execute("DESCRIBE FROM read_parquet(?)", [str(dst)]).fetchall()]
+    labels = {r[0] for r in con.execute("SELECT DISTINCT zip FROM read_parquet(?)", [str(dst)]).fetchall()}
+    con.close()
+    assert "zip" in cols and "zip_min" not in cols
+    allowed = {str(z) for z in zips} | {f"{str(z)[:4]}*" for z in zips} | {"*"}
+    assert labels <= allowed
+    rc = cli.main(["anonymize", str(src), "--k", "3", "--qi", "age,zip", "--hierarchy", f"zip={h}",
+                   "--numeric", "zip", "--out", str(dst)])
+    assert rc == 1 and "--numeric" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------
+# killed or interrupted while writing
+
+
+def _spawn(*args, cwd):
+    return subprocess.Popen([sys.executable, "-m", "kanon_duckdb.cli", *args], cwd=cwd,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**cli_env(), "KANON_DUCKDB_PRELOAD": "0"})
+
+
+def _check_after_kill(tmp_path, src, db, out_table, out_file):
+    """The database opens, the source is intact, no partial output, no run without output."""
+    assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    if out_file is not None and out_file.exists():
+        con = duckdb.connect()
+        assert con.execute("SELECT count(*) FROM read_parquet(?)", [str(out_file)]).fetchone()[0] == 400
+        con.close()
+    con = duckdb.connect(str(db))
+    try:
+        assert con.execute("SELECT count(*) FROM src").fetchone()[0] == 400
+        tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+        assert not any(t.startswith("__kanon") for t in tables), tables
+        if "kanon_runs" in tables:
+            runs = {r[0] for r in con.execute("SELECT run_id FROM kanon_runs").fetchall()}
+            used = set()
+            for t in tables - {"src", "kanon_runs", "kanon_taxonomy"}:
+                cols = [r[0] for r in con.execute(f'DESCRIBE "{t}"').fetchall()]
+                if "kanon_run" in cols:
+                    used |= {r[0] for r in con.execute(f'SELECT DISTINCT kanon_run FROM "{t}"').fetchall()}
+            if out_file is None:
+                assert runs <= used, f"runs {runs - used} have no output"
+        if out_table in tables:
+            assert con.execute(f'SELECT count(*) FROM "{out_table}"').fetchone()[0] == 400
+    finally:
+        con.close()
+
+
+def _kill_at_random_points(tmp_path, n_kills, sig):
+    db = tmp_path / "w.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE src AS SELECT i AS id, (i * 7) % 80 AS age, (i * 13) % 97 AS zip "
+                "FROM range(400) r(i)")
+    con.close()
+    rng = random.Random(7)
+    # how long a whole run takes here (imports, numba cache load, write)
+    t0 = time.perf_counter()
+    p = _spawn("anonymize", str(db), "--table", "src", "--k", "3", "--qi", "age,zip", "--algo",
+               "kmember", "--out", "probe", cwd=tmp_path)
+    p.communicate(timeout=600)
+    assert p.returncode == 0
+    full = time.perf_counter() - t0
+    _check_after_kill(tmp_path, None, db, "probe", None)
+    for i in range(n_kills):
+        out_file = tmp_path / f"o{i}.parquet"
+        to_table = i % 2 == 0
+        target = ["--out", f"t{i}"] if to_table else ["--out", str(out_file)]
+        p = _spawn("anonymize", str(db), "--table", "src", "--k", "3", "--qi", "age,zip",
+                   "--algo", "kmember", *target, cwd=tmp_path)
+        time.sleep(rng.uniform(0.0, full * 1.1))
+        p.send_signal(sig)
+        p.communicate(timeout=120)
+        _check_after_kill(tmp_path, None, db, f"t{i}", None if to_table else out_file)
+
+
+def test_killed_or_interrupted_while_writing_leaves_nothing_partial(tmp_path):
+    _kill_at_random_points(tmp_path, 3, signal.SIGKILL)
+    _kill_at_random_points_sigint = _kill_at_random_points  # same checks for Ctrl-C
+    (tmp_path / "w.duckdb").unlink()
+    _kill_at_random_points_sigint(tmp_path, 2, signal.SIGINT)
+
+
+@pytest.mark.slow
+def test_killed_at_many_random_points(tmp_path):
+    _kill_at_random_points(tmp_path, 20, signal.SIGKILL)
