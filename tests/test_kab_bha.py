@@ -263,3 +263,29 @@ def test_kab_through_sql():
         assert '"stars"' in params and '"iterations"' in params
     finally:
         con.close()
+
+
+def test_kab_run_record_counts_the_search():
+    """kanon_runs.details of a kab run: moves, improving moves, swallowed stars, the best initial
+    star's fitness and the final one, consistent with the trace."""
+    import json
+
+    import kanon_duckdb
+
+    con = kanon_duckdb.connect()
+    try:
+        con.sql("CREATE TABLE t AS SELECT (i * 37) % 90 AS age, (i * 11) % 17 AS zip "
+                "FROM range(300) r(i)")
+        con.sql("CREATE TABLE o AS FROM k_anonymize('t', k := 5, algo := 'kab', "
+                "qi := ['age', 'zip'], stars := 3, iterations := 4)")
+        d = json.loads(con.sql("SELECT details FROM kanon_runs WHERE algo = 'kab'").fetchall()[0][0])
+        moves = [t for t in d["trace"] if "fitness_after" in t]
+        assert d["moves"] == len(moves) >= 4 * 2
+        assert d["moves_improved"] == sum(t["fitness_after"] < t["fitness_before"] for t in moves)
+        assert d["swallowed"] == sum(1 for t in d["trace"] if t.get("swallowed"))
+        assert d["best_initial_fitness"] == min(d["initial_fitness"])
+        assert d["best_fitness"] <= d["best_initial_fitness"]
+        gcp = con.sql("SELECT gcp('o')").fetchall()[0][0]
+        assert d["best_fitness"] == pytest.approx(gcp / 2)  # fitness = GCP / 2 (eq. 4 with d QIs)
+    finally:
+        con.close()
