@@ -17,6 +17,7 @@ from pathlib import Path
 
 import duckdb
 
+from .help import apply_comments, render_help
 from .interrupt import install_sigint_handler
 from .params import render_sql
 from .runs import ensure_runs_table
@@ -43,6 +44,14 @@ def sql_scripts() -> tuple[tuple[str, str], ...]:
     """(file name, text) of every ``.sql`` file, in name order; read once per process."""
     files = sorted((p for p in sql_dir().iterdir() if str(p).endswith(".sql")), key=lambda p: p.name)
     return tuple((p.name, p.read_text(encoding="utf-8")) for p in files)
+
+
+def rendered_scripts() -> tuple[tuple[str, str], ...]:
+    """(file name, SQL) as registration runs it: the generated parts filled in (the algorithm
+    parameters of k_anonymize, params.render_sql, which follow the algorithm registry; kanon_help's
+    macro names, help.render_help)."""
+    scripts = sql_scripts()
+    return tuple((name, render_help(render_sql(text), scripts)) for name, text in scripts)
 
 
 def declared_udfs(ctx: UdfContext) -> list[UDF]:
@@ -84,8 +93,9 @@ def register(con: duckdb.DuckDBPyConnection, *, progress: ProgressFn | None = No
     ctx = UdfContext(con=con, progress=progress or no_progress)
     for udf in declared_udfs(ctx):
         create(con, udf)
-    for _name, text in sql_scripts():
-        con.execute(render_sql(text))
+    for _name, text in rendered_scripts():
+        con.execute(text)
+    apply_comments(con, sql_scripts())  # each macro's doc comment becomes its DuckDB comment
     _open.add(con)
     from .warmup import preload_in_background
     preload_in_background()  # numba and the default kernels, so the first call is quick

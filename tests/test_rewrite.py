@@ -365,7 +365,7 @@ def test_register_is_idempotent_and_lists_query_error_macros(con):
         "'kanon_rel_error')").fetchall())
     assert kinds == {"query_error": "table_macro", "query_workload": "table_macro",
                      "workload_error": "table_macro", "workload_query_errors": "table_macro",
-                     "kanon_rewrite": "scalar", "kanon_rel_error": "macro"}
+                     "kanon_rewrite": "macro", "kanon_rel_error": "macro"}
 
 
 def test_kanon_rel_error_macro(con):

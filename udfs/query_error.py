@@ -47,13 +47,13 @@ def declare(ctx: UdfContext) -> list[UDF]:
                 for q, a, e in workload_errors(con, workload_tbl, raw_tbl, anon_tbl)]
 
     return [
-        UDF("kanon_rewrite", rewrite_udf, ("VARCHAR", "VARCHAR"), "VARCHAR", arrow=False,
+        UDF("__kanon_rewrite", rewrite_udf, ("VARCHAR", "VARCHAR"), "VARCHAR", arrow=False,
             null_handling="default"),
-        UDF("kanon_query_error_sql", query_error_udf, ("VARCHAR",) * 3, "VARCHAR", arrow=False,
+        UDF("__kanon_query_error_sql", query_error_udf, ("VARCHAR",) * 3, "VARCHAR", arrow=False,
             null_handling="default"),
-        UDF("kanon_query_workload", workload_udf, ("VARCHAR", "BIGINT", "BIGINT", "BIGINT", "VARCHAR[]"),
+        UDF("__kanon_query_workload", workload_udf, ("VARCHAR", "BIGINT", "BIGINT", "BIGINT", "VARCHAR[]"),
             "STRUCT(qid BIGINT, sql VARCHAR)[]", arrow=False, null_handling="special"),
-        UDF("kanon_workload_errors", workload_errors_udf, ("VARCHAR",) * 3,
+        UDF("__kanon_workload_errors", workload_errors_udf, ("VARCHAR",) * 3,
             "STRUCT(qid BIGINT, raw_value DOUBLE, anon_estimate DOUBLE)[]", arrow=False,
             null_handling="default"),
     ]

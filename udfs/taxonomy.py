@@ -78,7 +78,7 @@ def declare(ctx: UdfContext) -> list[UDF]:
         return "ok"
 
     specs = [
-        ("kanon_load_arx", load_arx, [_V, _V], _B),
+        ("__kanon_load_arx", load_arx, [_V, _V], _B),
         ("__kanon_build_intervals", build_intervals, [_V, _V, _DOUBLE_LIST, _V], _B),
         ("__kanon_build_quantiles", build_quantiles, [_V, _V, _B, _V], _B),
         ("__kanon_build_masking", build_masking, [_V, _V, _V], _B),
