@@ -13,8 +13,6 @@ usage error and 130 when interrupted with Ctrl-C.
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
 import os
 import subprocess
 import sys
@@ -367,11 +365,6 @@ def _cleanup(con, created, tmp_path) -> None:
             pass
 
 
-def _has_function(con, name: str) -> bool:
-    return bool(con.execute("SELECT count(*) FROM duckdb_functions() WHERE function_name = ?",
-                            [name]).fetchall()[0][0])
-
-
 def _table_name_from_path(path: str) -> str:
     base = os.path.basename(path)
     for _ in range(2):
@@ -426,35 +419,9 @@ def run_bench(args) -> int:
 
 
 def run_report(argv) -> int:
-    if importlib.util.find_spec("kanon_duckdb.report") is None:
-        raise CliError("the report command needs kanon_duckdb.report, which this installation "
-                       "does not include")
-    report = importlib.import_module("kanon_duckdb.report")
-    if hasattr(report, "main"):
-        return int(report.main(list(argv)) or 0)
-    if not hasattr(report, "build_report"):
-        raise CliError("kanon_duckdb.report has neither main() nor build_report()")
-    from . import load_example
-    from .shell import open_connection
-    p = argparse.ArgumentParser(prog="kanon-duckdb report",
-                                description="Metrics and plots for several algorithms and k.")
-    p.add_argument("--db", help="DuckDB database file (default: in memory, with Adult loaded)")
-    p.add_argument("--table", default="adult", help="source table (default: adult)")
-    p.add_argument("--algos", type=_csv_list, default=["mondrian"], help="comma-separated algos")
-    p.add_argument("--k", type=_k_list, default=[2, 5, 10, 25, 50, 100], help="comma-separated k")
-    p.add_argument("--out", default="kanon_report", help="output directory (default: kanon_report)")
-    a = p.parse_args(list(argv))
-    con = open_connection(a.db)
-    try:
-        if a.table == "adult" and not con.execute(
-                "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'adult'").fetchall()[0][0]:
-            load_example(con, "adult")
-        where = report.build_report(con, a.table, a.algos, a.k, a.out)
-        print(f"report written to {where or a.out}")
-        return 0
-    finally:
-        con.close()
-        del con
+    """``kanon-duckdb report``: kanon_duckdb.report's command line."""
+    from . import report
+    return int(report.main(list(argv)) or 0)
 
 
 # --------------------------------------------------------------------------------------------

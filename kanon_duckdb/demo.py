@@ -81,11 +81,6 @@ class StreamTable:
         self._line("└", "┴", "┘")
 
 
-def _has_macro(con, name: str) -> bool:
-    return bool(con.execute("SELECT count(*) FROM duckdb_functions() WHERE function_name = ?",
-                            [name]).fetchall()[0][0])
-
-
 def measure(con, table: str):
     """(classes, GCP fraction, DM, C_avg) of an anonymized table, through the SQL metric macros."""
     lit = sql_string(table)

@@ -30,7 +30,6 @@ Command line (through kanon_duckdb.cli or ``python -m kanon_duckdb.report``)::
 from __future__ import annotations
 
 import argparse
-import csv
 import html
 import logging
 import os
@@ -40,6 +39,7 @@ import time
 import duckdb
 
 from .errors import InvalidParameterError, KanonError
+from .demo import sql_string
 from .sqlutil import quote_ident, resolve_table
 
 log = logging.getLogger(__name__)
@@ -57,19 +57,6 @@ COLUMNS = ("algo", "k", "seconds", "algo_seconds", "n_rows", "classes", "suppres
            "error")
 _SQL_TYPES = {"algo": "VARCHAR", "k": "BIGINT", "n_rows": "BIGINT", "classes": "BIGINT",
               "suppressed": "BIGINT", "dm": "BIGINT", "run_id": "BIGINT", "error": "VARCHAR"}
-
-
-def _functions(con) -> dict:
-    """{name: set of parameter counts} of the registered functions and macros we may use."""
-    names = ["gcp", "gen_total_il", "discernibility", "cavg", "cm", "query_workload",
-             "workload_error"]
-    rows = con.execute(
-        "SELECT function_name, len(parameters) FROM duckdb_functions() "
-        "WHERE list_contains(?, function_name)", [names]).fetchall()
-    out = {}
-    for name, n in rows:
-        out.setdefault(name, set()).add(int(n))
-    return out
 
 
 def _parse_list(text, cast=str):
@@ -128,15 +115,6 @@ def _make_source(con, table_sql, sample, seed):
     return quote_ident(SAMPLE_TABLE), SAMPLE_TABLE
 
 
-def _cm_sql(anon_sql, label):
-    """Iyengar's CM: share of rows suppressed or not carrying their class's majority label."""
-    lab = quote_ident(label)
-    return (f"WITH c AS (SELECT kanon_run, ec, {lab} AS y, count(*) AS n, bool_or(suppressed) AS s "
-            f"FROM {anon_sql} GROUP BY ALL), "
-            f"m AS (SELECT max(n) AS mx, sum(n) AS tot, bool_or(s) AS s FROM c GROUP BY kanon_run, ec) "
-            f"SELECT sum(CASE WHEN s THEN tot ELSE tot - mx END)::DOUBLE / sum(tot) FROM m")
-
-
 def _first_line(exc) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
@@ -146,8 +124,9 @@ def _scalar(con, sql, params=()):
     return con.execute(sql, list(params)).fetchall()[0][0]
 
 
-def _measure(con, anon_name, source_name, k, label, funcs, workload):
-    """Metrics of one anonymized table; a metric that fails is None and its error is returned."""
+def _measure(con, anon_name, source_name, k, label, workload):
+    """Metrics of one anonymized table (the SQL metric macros); a metric that fails is None and
+    its error is returned."""
     anon_sql = quote_ident(anon_name)
     out, errors = {}, []
 
@@ -164,22 +143,13 @@ def _measure(con, anon_name, source_name, k, label, funcs, workload):
         f"count(*) FILTER (WHERE suppressed) FROM {anon_sql}").fetchall()[0]
     out.update(n_rows=n, classes=classes, suppressed=sup)
     for col, macro in (("gcp", "gcp"), ("gen_total_il", "gen_total_il"), ("dm", "discernibility")):
-        if macro in funcs:
-            attempt([col], lambda m=macro: _scalar(con, f"SELECT {m}(?)", [anon_name]))
-        else:
-            out[col] = None
+        attempt([col], lambda m=macro: _scalar(con, f"SELECT {m}(?)", [anon_name]))
     if out.get("dm") is not None:
         out["dm"] = int(out["dm"])
-    if "cavg" in funcs:
-        attempt(["cavg"], lambda: _scalar(con, "SELECT cavg(?, ?)", [anon_name, k]))
-    else:
-        out["cavg"] = n / classes / k if classes else None
-    if label is None:
-        out["cm"] = None
-    elif 2 in funcs.get("cm", ()):
+    attempt(["cavg"], lambda: _scalar(con, "SELECT cavg(?, ?)", [anon_name, k]))
+    out["cm"] = None
+    if label is not None:
         attempt(["cm"], lambda: _scalar(con, "SELECT cm(?, ?)", [anon_name, label]))
-    else:
-        attempt(["cm"], lambda: _scalar(con, _cm_sql(anon_sql, label)))
     if workload:
         attempt(["query_error", "query_error_median"], lambda: con.execute(
             "SELECT mean_rel_error, median_rel_error FROM workload_error(?, ?, ?)",
@@ -235,14 +205,6 @@ def _write_table(con, rows, columns=COLUMNS):
         marks = ", ".join("?" for _ in columns)
         con.executemany(f"INSERT INTO {quote_ident(REPORT_TABLE)} VALUES ({marks})",
                         [[r.get(c) for c in columns] for r in rows])
-
-
-def _write_csv(path, rows, columns=COLUMNS):
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(columns)
-        for r in rows:
-            w.writerow(["" if r.get(c) is None else r.get(c) for c in columns])
 
 
 def _fmt(v):
@@ -349,12 +311,6 @@ def build_report(con, table, algos, ks, out_dir, qi=None, label=AUTO, sample=Non
     params = _check_params(params)
     os.makedirs(out_dir, exist_ok=True)
     notes = []
-    funcs = _functions(con)
-    for name in ("gcp", "gen_total_il", "discernibility"):
-        if name not in funcs:
-            notes.append(f"macro {name}() is not registered; its column is empty")
-    if label is not None and 2 not in funcs.get("cm", ()):
-        notes.append("cm(tbl, label) macro not registered; CM computed by the report's own SQL")
     source_sql, source_name = _make_source(con, table_sql, sample, seed)
     if source_name is None:
         source_name = table
@@ -363,15 +319,13 @@ def build_report(con, table, algos, ks, out_dir, qi=None, label=AUTO, sample=Non
         notes.append(f"deterministic sample of {n_rows} rows of {table} (seed {seed}), "
                      f"table {SAMPLE_TABLE}")
     workload = False
-    if queries and "query_workload" in funcs and "workload_error" in funcs:
+    if queries:
         con.execute(f"CREATE OR REPLACE TABLE {quote_ident(WORKLOAD_TABLE)} AS "
                     "FROM query_workload(?, n := ?, seed := ?, qi := ?)",
                     [source_name, int(queries), int(seed), qi])
         workload = True
         notes.append(f"query error: mean relative error of {int(queries)} random COUNT queries "
                      f"(table {WORKLOAD_TABLE}); queries with a raw answer of 0 are skipped")
-    elif queries:
-        notes.append("query_workload/workload_error macros are not registered; no query error")
 
     ml_models = _parse_list(ml_models) or []
     ml_columns = [f"{m}_{model}" for model in ml_models for m in ("accuracy", "f1")]
@@ -405,7 +359,7 @@ def build_report(con, table, algos, ks, out_dir, qi=None, label=AUTO, sample=Non
                     f"SELECT r.run_id, r.elapsed_s FROM kanon_runs r WHERE r.run_id = "
                     f"(SELECT max(kanon_run) FROM {quote_ident(anon_name)})").fetchall()[0]
                 row.update(run_id=run_id, algo_seconds=algo_s)
-                row.update(_measure(con, anon_name, source_name, k, label, funcs, workload))
+                row.update(_measure(con, anon_name, source_name, k, label, workload))
                 if ml_models:
                     _classify(con, source_name, anon_name, label, ml_models, seed, row,
                               ml_baseline)
@@ -425,7 +379,7 @@ def build_report(con, table, algos, ks, out_dir, qi=None, label=AUTO, sample=Non
     columns = list(COLUMNS) + ml_columns
     _write_table(con, rows, columns)
     csv_path = os.path.join(out_dir, "kanon_report.csv")
-    _write_csv(csv_path, rows, columns)
+    con.execute(f"COPY {quote_ident(REPORT_TABLE)} TO {sql_string(csv_path)} (HEADER)")
     plot_paths = {}
     if plots:
         from .plots import plot_report

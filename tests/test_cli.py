@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import importlib.util
 import os
 import re
 import subprocess
@@ -67,8 +66,6 @@ def test_demo_small_k_prints_one_row_per_k(tmp_path):
 
 @pytest.mark.slow
 def test_demo_report_option_writes_html(tmp_path):
-    if importlib.util.find_spec("kanon_duckdb.report") is None:
-        pytest.skip("kanon_duckdb.report is not present")
     res = run_cli("demo", "--k", "50", "--report", str(tmp_path / "rep"))
     assert res.returncode == 0, res.stderr
     assert "report:" in res.stdout
@@ -293,13 +290,6 @@ def test_anonymize_writes_table_into_db(tmp_path, capsys):
 
 # ------------------------------------------------------------------------------------------
 # bench / report / usage
-
-
-def test_report_without_module_is_a_clear_error(capsys):
-    if importlib.util.find_spec("kanon_duckdb.report") is not None:
-        pytest.skip("kanon_duckdb.report is present")
-    assert cli.main(["report"]) == 1
-    assert "kanon_duckdb.report" in capsys.readouterr().err
 
 
 def test_bench_unknown_name_lists_available(capsys):
