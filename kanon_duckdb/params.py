@@ -149,6 +149,12 @@ SHARED: dict[str, Param] = {p.name: p for p in (
           doc="objective of the lattice search: log (levels), gcp, dm (discernibility)"),
     Param("max_evaluations", "int", 5000, lo=1, doc="lattice nodes the search may evaluate"),
 )}
+# partition-then-cluster (algorithms/blocks.py) for the quadratic clustering algorithms
+_BLOCKS = (Param("partition_above", "int", 50_000, lo=0,
+                 doc="above this many rows, cluster inside Mondrian blocks (0 = never)"),
+           Param("block_rows", "int", 2_000, lo=2,
+                 doc="rows per block of partition-then-cluster (blocks hold block_rows/2 .. "
+                     "block_rows rows)"))
 _BLACK_HOLE = (Param("stars", "int", 3, lo=1, doc="candidate solutions (stars) in the population"),
                Param("iterations", "int", 10, lo=1, doc="generations of the black-hole search"))
 
@@ -160,13 +166,14 @@ ALGORITHM_PARAMS: dict[str, tuple] = {
         Param("seed_choice", "str", "furthest", choices=("furthest", "random"),
               doc="first record of each cluster: furthest from the previous one, or random"),
         Param("cost", "str", "ncp", choices=("ncp", "height"),
-              doc="information loss: ncp, or height (Wang, Liu, Gao Table III)")),
-    "oka": (),
-    "ika": (),
-    "kab": _BLACK_HOLE,
-    "bha": _BLACK_HOLE,
+              doc="information loss: ncp, or height (Wang, Liu, Gao Table III)"), *_BLOCKS),
+    "oka": _BLOCKS,
+    "ika": _BLOCKS,
+    "kab": _BLACK_HOLE + _BLOCKS,
+    "bha": _BLACK_HOLE + _BLOCKS,
     "info2means": (Param("sensitive", "column", "income",
-                         doc="sensitive attribute whose logistic regression weighs the QIs"),),
+                         doc="sensitive attribute whose logistic regression weighs the QIs"),
+                   *_BLOCKS),
     "cof_mondrian": (
         Param("cof_threshold", "float", 1.5, lo=0.0, lo_open=True,
               doc="COF above which a row is an outlier"),
@@ -181,6 +188,7 @@ ALGORITHM_PARAMS: dict[str, tuple] = {
                    doc="share of mutations that are horizontal")),
     "random": ("max_suppression", "loss", "max_evaluations"),
     "datafly": ("max_suppression", "loss"),
+    "bottomup": (),
 }
 
 

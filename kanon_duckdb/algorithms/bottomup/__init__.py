@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...params import declared
 from ..base import Algorithm, Partition, QIData, no_progress
 from ..mondrian import stack_dimensions
 from ._kernels import join_cheapest, topdown_partition
@@ -127,6 +128,6 @@ def run(data: QIData, k: int, seed: int, params: dict, progress=no_progress) -> 
     return Partition(ec=ec, info=info)
 
 
-ALGORITHMS = [Algorithm("bottomup", run, "local", {},
+ALGORITHMS = [Algorithm("bottomup", run, "local", declared("bottomup"),
                         "kanon-duckdb's own: bottom-up categorical level grouping, then "
                         "greedy top-down NCP splits")]

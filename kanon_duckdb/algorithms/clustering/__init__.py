@@ -5,7 +5,14 @@ add a module to ``_MODULES`` to register it. Shared building blocks live in ``_n
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib
+
+from ...params import declared
+from ..blocks import partitioned
+
+# algorithms that run block by block on large tables (partition-then-cluster, ``blocks.py``)
+PARTITIONED = ("kmember", "oka", "ika", "kab", "bha", "info2means")
 
 _MODULES = ("kmember", "oka", "ika", "kab", "bha", "cof_mondrian", "info2means")
 
@@ -17,4 +24,8 @@ for _name in _MODULES:
         if _e.name != f"{__name__}.{_name}":
             raise
         continue
-    ALGORITHMS.append(_mod.ENTRY)
+    _entry = _mod.ENTRY
+    if _entry.name in PARTITIONED:  # quadratic: blocks above partition_above rows (blocks.py)
+        _entry = dataclasses.replace(_entry, run=partitioned(_entry.run, _entry.name),
+                                     params=declared(_entry.name))
+    ALGORITHMS.append(_entry)
