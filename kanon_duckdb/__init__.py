@@ -4,7 +4,10 @@
 >>> con = kanon_duckdb.connect()
 >>> kanon_duckdb.load_example(con, "adult")  # doctest: +SKIP
 """
+from __future__ import annotations
+
 from pathlib import Path as _Path
+from typing import TYPE_CHECKING
 
 # In a source checkout the SQL and UDF folders sit beside the package (the wheel maps them to
 # kanon_duckdb/sql and kanon_duckdb/udfs); let the package path reach them there too, so the
@@ -15,11 +18,15 @@ if not (_Path(__file__).resolve().parent / "udfs").is_dir() and (_root / "udfs" 
 
 from .registration import connect, register  # noqa: E402
 
-__version__ = "0.1.0"
+if TYPE_CHECKING:
+    import duckdb
+
+__version__ = "0.1.0"  # the one version source (pyproject reads it)
 
 
-def load_example(con, name: str = "adult"):
-    """Create the example table ``name`` and insert its taxonomies (see examples_data)."""
+def load_example(con: duckdb.DuckDBPyConnection, name: str = "adult") -> int:
+    """Create the example table ``name`` and insert its taxonomies (see examples_data); returns
+    its row count."""
     from .examples_data import load_example as _load
     return _load(con, name)
 
