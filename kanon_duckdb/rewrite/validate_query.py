@@ -23,7 +23,7 @@ from sqlglot import exp
 
 from ..errors import UnsupportedQueryError
 from .fraction import predicate_tree
-from .sqlgen import column_names, to_sql
+from .sqlgen import to_sql
 
 SUPPORTED_AGGREGATES = (exp.Count, exp.Sum, exp.Avg)
 
