@@ -73,14 +73,16 @@ def test_real_label_clash_still_named():
 
 
 @pytest.fixture
-def con():
+def con(tmp_path):
     c = kanon_duckdb.connect()
+    (tmp_path / "age.csv").write_text(AGE)
+    (tmp_path / "rel.csv").write_text(RELATIONSHIP)
     rows = [(a, r) for a in (25, 35, 45, 55, 85, 95) for r in
             ("Husband", "Wife", "Own-child", "Other relative", "Not-in-family", "Unmarried")]
     c.execute("CREATE TABLE people (age VARCHAR, rel VARCHAR)")
     c.executemany("INSERT INTO people VALUES (?, ?)", [[str(a), r] for a, r in rows])
-    store.load_arx_taxonomy(c, "age", AGE)
-    store.load_arx_taxonomy(c, "rel", RELATIONSHIP)
+    c.execute("SELECT kanon_load_arx('age', ?)", [str(tmp_path / "age.csv")])  # the SQL loader
+    store.load_arx_taxonomy(c, "rel", str(tmp_path / "rel.csv"))
     yield c
     c.close()
 

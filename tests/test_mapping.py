@@ -16,12 +16,13 @@ Unmarried;Not related;*
 
 
 @pytest.fixture
-def con():
+def con(tmp_path):
     c = kanon_duckdb.connect()
+    (tmp_path / "rel.csv").write_text(RELATIONSHIP)
     c.execute("CREATE TABLE t AS SELECT * FROM (VALUES (20, 'Husband'), (21, 'Wife'), "
               "(40, 'Own-child'), (41, 'Other relative'), (60, 'Not-in-family'), "
               "(61, 'Unmarried')) v(age, rel)")
-    store.load_arx_taxonomy(c, "rel", RELATIONSHIP)
+    store.load_arx_taxonomy(c, "rel", str(tmp_path / "rel.csv"))
     c.execute("SELECT kanon_build_intervals('t', 'age', [20])")
     yield c
     c.close()
