@@ -19,6 +19,7 @@ import threading
 import time
 
 log = logging.getLogger("kanon_duckdb")
+_local = threading.local()  # .quiet: no compile notice from this thread (the background preload)
 
 # one warm-up table: integer, float and categorical QIs with NULLs, 400 rows
 _WARMUP_ROWS = 400
@@ -44,6 +45,8 @@ def _notice_listener(label: str):
             self.lock = threading.Lock()
 
         def on_start(self, _event):
+            if getattr(_local, "quiet", False):
+                return
             with self.lock:
                 if self.said:
                     return
@@ -73,23 +76,24 @@ def compile_notice(label: str):
 def warmup(algos=None, out=None) -> dict:
     """Compile (or load from the cache) the kernels of ``algos`` (default: all) ahead of time.
 
-    Runs ``k_anonymize`` once per algorithm on a 400-row synthetic table (integer, float and
-    categorical QIs with NULLs) in a private in-memory database. Returns {algo: seconds}.
+    Runs each algorithm once (``kanon_duckdb.anonymize``, the code behind ``k_anonymize``) on a
+    400-row synthetic table (integer, float and categorical QIs with NULLs) in a private
+    in-memory database. Returns {algo: seconds}.
     """
     from . import connect
     from .algorithms import get_algorithm, registry
+    from .anonymize import anonymize
 
     names = [get_algorithm(a).name for a in algos] if algos else sorted(registry())
     con = connect()
     times = {}
     try:
         con.execute(_WARMUP_SQL)
-        qi = "[" + ", ".join(f"'{c}'" for c in _WARMUP_QI) + "]"
         for name in names:
-            params = ", sensitive := 'label'" if name == "info2means" else ""
+            params = {"sensitive": "label"} if name == "info2means" else {}
             t0 = time.perf_counter()
-            con.execute(f"SELECT count(*) FROM k_anonymize('__kanon_warmup', k := 5, "
-                        f"algo := '{name}', qi := {qi}{params})").fetchall()
+            anonymize(con, "__kanon_warmup", k=5, algo=name, qi=_WARMUP_QI, params=params,
+                      record=False)
             times[name] = time.perf_counter() - t0
             if out is not None:
                 print(f"{name}: ready ({times[name]:.1f} s)", file=out, flush=True)
@@ -131,7 +135,8 @@ def _preload() -> None:
         from .algorithms.mondrian import _kernels
         if all(_cached(d) for d in (lca_of_range, *_dispatchers(_kernels))):
             # the default algorithm's kernels are in the cache: load them (this also initialises
-            # numba's target context, about 1 s on its own)
+            # numba's target context, about 1 s on its own); silently, in this thread
+            _local.quiet = True
             warmup(["mondrian"])
     except Exception:  # noqa: BLE001 - an optimisation only; the real call reports errors
         log.debug("kanon_duckdb preload failed", exc_info=True)
