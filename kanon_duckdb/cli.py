@@ -13,6 +13,7 @@ usage error and 130 when interrupted with Ctrl-C.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import subprocess
 import sys
@@ -134,26 +135,37 @@ def run_anonymize(args) -> int:
     params = dict(args.param or [])
 
     reporter = progress.Reporter()
-    con = open_connection(work_db, progress=reporter)
+    # The run happens in an in-memory database. A database written to (--db FILE, or a DuckDB
+    # INPUT receiving a table OUTPUT) is attached as WORK and receives the output table together
+    # with its kanon_runs row in ONE transaction: killed at any point, FILE holds both or neither.
+    con = open_connection(None, progress=reporter)
     tmp_path = None
-    created = []
     t0 = time.perf_counter()
     try:
+        if work_db is not None:
+            con.execute(f"ATTACH {sql_string(work_db)} AS {WORK}")
+            _ensure_kanon_tables(con, WORK)
         if in_is_db and work_db == inp:
-            source = args.table
+            source = _qualified(WORK, args.table)
         elif in_is_db:
             con.execute(f"ATTACH {sql_string(inp)} AS __kanon_input (READ_ONLY)")
-            source = ("__kanon_input." if "." in args.table else "__kanon_input.main.") + args.table
+            source = _qualified("__kanon_input", args.table)
             # the input's taxonomy trees apply (k_anonymize reads kanon_taxonomy of this database)
             if con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = "
                            "'__kanon_input' AND table_name = 'kanon_taxonomy'").fetchall()[0][0]:
-                _merge_input_taxonomy(con, work_db, args.replace)
+                _merge_input_taxonomy(con, f"{WORK}.main.kanon_taxonomy" if work_db else
+                                      "kanon_taxonomy", work_db, args.replace)
         else:
-            source = args.table or _table_name_from_path(inp)
-            if work_db is not None and _table_exists(con, source) and not args.replace:
-                raise CliError(f"table {source!r} already exists in {work_db}: name the table to "
+            name = args.table or _table_name_from_path(inp)
+            target = _qualified(WORK, name) if work_db else quote_ident(name)
+            if work_db is not None and _table_exists(con, name, WORK) and not args.replace:
+                raise CliError(f"table {name!r} already exists in {work_db}: name the table to "
                                f"load {inp} into with --table, or pass --replace to replace it")
-            _load_file(con, source, inp, in_fmt, args.qi, args.csv_option or [])
+            _load_file(con, target, inp, in_fmt, args.qi, args.csv_option or [])
+            source = target
+        if work_db is not None:  # the run sees the working database's trees
+            con.execute(f"INSERT INTO kanon_taxonomy SELECT attr, child, parent "
+                        f"FROM {WORK}.main.kanon_taxonomy")
         for attr, path in args.hierarchy or []:
             from .taxonomy import load_arx_taxonomy
             if not os.path.exists(path):
@@ -162,23 +174,13 @@ def run_anonymize(args) -> int:
         numeric, categorical = _kinds_with_hierarchies(args)
         select = k_anonymize_sql(source, args.k, args.algo, args.qi, args.seed, params,
                                  numeric=numeric, categorical=categorical)
-        if out_fmt is None:
-            if _table_exists(con, out) and not args.replace:
-                raise CliError(f"table {out!r} already exists in {work_db}; choose another name "
-                               f"or pass --replace")
-            result = quote_ident(out)
-            verb = "CREATE OR REPLACE TABLE" if args.replace else "CREATE TABLE"
-            with reporter.bar("anonymizing"):
-                con.execute(f"{verb} {result} AS {select}")
-            created.append(result)
-            result_name = out
-        else:
-            # a scratch base table (the metric UDFs cannot read TEMP tables), dropped at the end
-            result_name = f"__kanon_cli_result_{os.getpid()}"
-            result = quote_ident(result_name)
-            created.append(result)
-            with reporter.bar("anonymizing"):
-                con.execute(f"CREATE OR REPLACE TABLE {result} AS {select}")
+        if out_fmt is None and _table_exists(con, out, WORK) and not args.replace:
+            raise CliError(f"table {out!r} already exists in {work_db}; choose another name "
+                           f"or pass --replace")
+        result_name = "__kanon_cli_result"  # in memory: nothing of it reaches a file if killed
+        result = quote_ident(result_name)
+        with reporter.bar("anonymizing"):
+            con.execute(f"CREATE TABLE {result} AS {select}")
         elapsed = time.perf_counter() - t0
         n_rows, n_classes, min_size, n_sup = con.execute(
             f"SELECT count(*), count(DISTINCT ec), min(ec_size) FILTER (WHERE NOT suppressed), "
@@ -188,11 +190,15 @@ def run_anonymize(args) -> int:
             gcp = f"{100 * gcp:.2f} %"
         except Exception as exc:  # noqa: BLE001 - the summary must not lose the output
             gcp = f"n/a ({_error_line(exc)})"
-        if out_fmt is not None:
+        trees = [attr for attr, _ in (args.hierarchy or [])]
+        if out_fmt is None:
+            _publish_table(con, result, out, args.replace, trees)
+        else:
             out_dir = os.path.dirname(os.path.abspath(out))
             if not os.path.isdir(out_dir):
                 raise CliError(f"output directory does not exist: {out_dir}")
-            tmp_path = os.path.join(out_dir, f".{os.path.basename(out)}.{os.getpid()}.tmp")
+            _remove_stale_temporaries(out)
+            tmp_path = _temporary_path(out, os.getpid())
             opts = {"parquet": "FORMAT parquet", "json": "FORMAT json",
                     "csv": "FORMAT csv, HEADER true" + (", DELIMITER '\t'" if _suffix(out) == ".tsv"
                                                         else "")}[out_fmt]
@@ -202,8 +208,8 @@ def run_anonymize(args) -> int:
                         f"TO {sql_string(tmp_path)} ({opts})")
             os.replace(tmp_path, out)
             tmp_path = None
-            con.execute(f"DROP TABLE IF EXISTS {result}")
-            created.remove(result)
+            if work_db is not None:  # the run is recorded in FILE once its output exists
+                _publish_table(con, result, None, False, trees)
         summary = [
             ("input", f"{inp}" + (f" (table {args.table})" if in_is_db else "")),
             ("output", out if out_fmt else f"table {out} in {work_db}"),
@@ -220,11 +226,11 @@ def run_anonymize(args) -> int:
             print(f"{key:<{width}}  {val}")
         return 0
     except KeyboardInterrupt:
-        _cleanup(con, created, tmp_path)
+        _cleanup(tmp_path)
         print("interrupted: no output written", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BaseException as exc:
-        _cleanup(con, created, tmp_path)
+        _cleanup(tmp_path)
         if _is_interrupt(exc):
             print("interrupted: no output written", file=sys.stderr)
             return EXIT_INTERRUPTED
@@ -232,6 +238,75 @@ def run_anonymize(args) -> int:
     finally:
         con.close()
         del con
+
+
+WORK = "__kanon_work"  # alias of the attached database the CLI writes to
+
+
+def _qualified(db: str, table: str) -> str:
+    """``db.main.table`` (``db.schema.table`` for a qualified --table), quoted."""
+    from .sqlutil import quote_ident
+    parts = [p for p in table.split(".")] if "." in table else ["main", table]
+    return ".".join(quote_ident(p) for p in [db, *parts])
+
+
+def _ensure_kanon_tables(con, db: str) -> None:
+    from .runs import ensure_runs_table
+    from .taxonomy.store import ensure_taxonomy_table
+    con.execute(f"USE {db}")
+    try:
+        ensure_runs_table(con)
+        ensure_taxonomy_table(con)
+    finally:
+        con.execute("USE memory")
+
+
+def _publish_table(con, result: str, out: str | None, replace: bool, trees: list) -> None:
+    """In ONE transaction on WORK: the run's kanon_runs row (renumbered after WORK's runs), the
+    trees loaded with --hierarchy, and (when ``out`` is given) the output table."""
+    from .sqlutil import quote_ident
+    (old_id,), = con.execute(f"SELECT any_value(kanon_run) FROM {result}").fetchall()
+    con.execute("BEGIN")
+    try:
+        (new_id,), = con.execute(
+            f"SELECT coalesce(max(run_id), 0) + 1 FROM {WORK}.main.kanon_runs").fetchall()
+        con.execute(f"INSERT INTO {WORK}.main.kanon_runs BY NAME SELECT * REPLACE "
+                    f"(replace(source, '{WORK}.main.', '') AS source, {int(new_id)} AS run_id) "
+                    f"FROM kanon_runs WHERE run_id = ?", [old_id])
+        if trees:
+            con.execute(f"DELETE FROM {WORK}.main.kanon_taxonomy WHERE attr IN (SELECT unnest(?))",
+                        [trees])
+            con.execute(f"INSERT INTO {WORK}.main.kanon_taxonomy SELECT attr, child, parent "
+                        f"FROM kanon_taxonomy WHERE attr IN (SELECT unnest(?))", [trees])
+        if out is not None:
+            verb = "CREATE OR REPLACE TABLE" if replace else "CREATE TABLE"
+            con.execute(f"{verb} {WORK}.main.{quote_ident(out)} AS SELECT * REPLACE "
+                        f"({int(new_id)}::BIGINT AS kanon_run) FROM {result}")
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+
+
+def _temporary_path(out: str, pid: int) -> str:
+    return os.path.join(os.path.dirname(os.path.abspath(out)), f".{os.path.basename(out)}.{pid}.tmp")
+
+
+def _remove_stale_temporaries(out: str) -> None:
+    """Remove the temporary files of earlier writes of ``out`` whose process is gone (killed)."""
+    d, base = os.path.dirname(os.path.abspath(out)), os.path.basename(out)
+    prefix = f".{base}."
+    for name in os.listdir(d):
+        pid = name[len(prefix):-len(".tmp")] if name.startswith(prefix) and name.endswith(".tmp") else ""
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            with contextlib.suppress(OSError):
+                os.remove(os.path.join(d, name))
+        except OSError:
+            pass
 
 
 def _demo_report_dir(given):
@@ -254,21 +329,22 @@ def _same_file(a: str, b: str) -> bool:
         return False
 
 
-def _table_exists(con, name: str) -> bool:
+def _table_exists(con, name: str, db: str | None = None) -> bool:
+    """Does table ``name`` exist in schema main of database ``db`` (the current one if None)?"""
     return bool(con.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE table_name = ? AND schema_name = "
-        "current_schema() AND database_name = current_database()", [name]).fetchall()[0][0])
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name = ? AND schema_name = 'main' "
+        "AND database_name = coalesce(?, current_database())", [name, db]).fetchall()[0][0])
 
 
 def _load_file(con, table: str, path: str, fmt: str, qi: list, csv_options: list) -> None:
-    """Load INPUT into ``table``. A CSV's non-QI columns are read as text, so they come out exactly
+    """Load INPUT into ``table`` (SQL text, quoted). A CSV's non-QI columns are read as text, so they come out exactly
     as they went in (the sniffer would turn Yes/No into true/false); QIs keep their sniffed types.
     ``csv_options`` ((name, value) from --csv-option) are passed to read_csv."""
     from .demo import sql_string
     from .sqlutil import quote_ident
     if fmt != "csv":
         reader = {"parquet": "read_parquet", "json": "read_json"}[fmt]
-        con.execute(f"CREATE OR REPLACE TABLE {quote_ident(table)} AS FROM {reader}(?)", [path])
+        con.execute(f"CREATE OR REPLACE TABLE {table} AS FROM {reader}(?)", [path])
         return
     opts = "".join(f", {quote_ident(k)} = {_option_value(v)}" for k, v in csv_options)
     types = con.execute(f"SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_csv("
@@ -276,7 +352,7 @@ def _load_file(con, table: str, path: str, fmt: str, qi: list, csv_options: list
     qi_lower = {q.lower() for q in qi}
     keep = {c: t for c, t in types if c.lower() in qi_lower}
     text = "{" + ", ".join(f"{sql_string(c)}: {sql_string(t)}" for c, t in keep.items()) + "}"
-    con.execute(f"CREATE OR REPLACE TABLE {quote_ident(table)} AS FROM read_csv("
+    con.execute(f"CREATE OR REPLACE TABLE {table} AS FROM read_csv("
                 f"{sql_string(path)}{opts}, all_varchar = true"
                 + (f", types = {text}" if keep else "") + ")")
 
@@ -313,17 +389,17 @@ def _kinds_with_hierarchies(args):
     return numeric, categorical
 
 
-def _merge_input_taxonomy(con, work_db, replace: bool) -> None:
+def _merge_input_taxonomy(con, target: str, work_db, replace: bool) -> None:
     """Make the DuckDB INPUT's trees available in the working database without duplicating rows:
     a tree the working database lacks is copied; an identical one is left alone; a different tree
     under the same name is an error unless --replace (then the input's tree replaces it)."""
     src = "__kanon_input.main.kanon_taxonomy"
     differing = [r[0] for r in con.execute(f"""
         WITH a AS (SELECT DISTINCT attr, child, parent FROM {src}),
-             b AS (SELECT DISTINCT attr, child, parent FROM kanon_taxonomy
+             b AS (SELECT DISTINCT attr, child, parent FROM {target}
                    WHERE attr IN (SELECT attr FROM a))
         SELECT DISTINCT attr FROM ((FROM a EXCEPT FROM b) UNION ALL (FROM b EXCEPT FROM a))
-        WHERE attr IN (SELECT attr FROM kanon_taxonomy) ORDER BY 1""").fetchall()]
+        WHERE attr IN (SELECT attr FROM {target}) ORDER BY 1""").fetchall()]
     if differing and not replace:
         raise CliError(f"the input's tree for {differing[0]!r} differs from the one in "
                        f"{work_db or 'the working database'}'s kanon_taxonomy; pass --replace to "
@@ -331,9 +407,9 @@ def _merge_input_taxonomy(con, work_db, replace: bool) -> None:
     con.execute("BEGIN")
     try:
         if differing:
-            con.execute("DELETE FROM kanon_taxonomy WHERE attr IN (SELECT unnest(?))", [differing])
-        con.execute(f"""INSERT INTO kanon_taxonomy SELECT attr, child, parent FROM {src}
-                        WHERE attr NOT IN (SELECT DISTINCT attr FROM kanon_taxonomy)""")
+            con.execute(f"DELETE FROM {target} WHERE attr IN (SELECT unnest(?))", [differing])
+        con.execute(f"""INSERT INTO {target} SELECT attr, child, parent FROM {src}
+                        WHERE attr NOT IN (SELECT DISTINCT attr FROM {target})""")
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
@@ -352,17 +428,10 @@ def _is_interrupt(exc) -> bool:
             or "RunInterrupted" in msg or "was interrupted" in msg)
 
 
-def _cleanup(con, created, tmp_path) -> None:
+def _cleanup(tmp_path) -> None:
     if tmp_path and os.path.exists(tmp_path):
-        try:
+        with contextlib.suppress(OSError):
             os.remove(tmp_path)
-        except OSError:
-            pass
-    for t in created:
-        try:
-            con.execute(f"DROP TABLE IF EXISTS {t}")
-        except Exception:  # noqa: BLE001 - best effort
-            pass
 
 
 def _table_name_from_path(path: str) -> str:

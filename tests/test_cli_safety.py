@@ -145,67 +145,102 @@ def _spawn(*args, cwd):
                             env={**cli_env(), "KANON_DUCKDB_PRELOAD": "0"})
 
 
-def _check_after_kill(tmp_path, src, db, out_table, out_file):
+def _check_after_kill(tmp_path, db, out_table, out_file, allow_stale_tmp):
     """The database opens, the source is intact, no partial output, no run without output."""
-    assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    for p in tmp_path.iterdir():
+        if p.name.endswith(".tmp"):
+            assert allow_stale_tmp, f"temporary file {p.name} left after an interrupt"
+            pid = int(p.name.rsplit(".", 2)[-2])
+            with pytest.raises(ProcessLookupError):
+                os.kill(pid, 0)  # only a killed process's temporary remains
     if out_file is not None and out_file.exists():
         con = duckdb.connect()
         assert con.execute("SELECT count(*) FROM read_parquet(?)", [str(out_file)]).fetchone()[0] == 400
         con.close()
-    con = duckdb.connect(str(db))
-    try:
-        assert con.execute("SELECT count(*) FROM src").fetchone()[0] == 400
-        tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
-        assert not any(t.startswith("__kanon") for t in tables), tables
-        if "kanon_runs" in tables:
-            runs = {r[0] for r in con.execute("SELECT run_id FROM kanon_runs").fetchall()}
+    for path in (db, tmp_path / "scratch.duckdb"):
+        if not path.exists():
+            continue
+        con = duckdb.connect(str(path))
+        try:
+            tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+            assert not any(t.startswith("__kanon") for t in tables), tables
+            if path == db:
+                assert con.execute("SELECT count(*) FROM src").fetchone()[0] == 400
             used = set()
             for t in tables - {"src", "kanon_runs", "kanon_taxonomy"}:
-                cols = [r[0] for r in con.execute(f'DESCRIBE "{t}"').fetchall()]
-                if "kanon_run" in cols:
-                    used |= {r[0] for r in con.execute(f'SELECT DISTINCT kanon_run FROM "{t}"').fetchall()}
-            if out_file is None:
+                assert con.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] == 400
+                used |= {r[0] for r in con.execute(f'SELECT DISTINCT kanon_run FROM "{t}"').fetchall()}
+            if "kanon_runs" in tables and path == db:
+                runs = {r[0] for r in con.execute("SELECT run_id FROM kanon_runs").fetchall()}
                 assert runs <= used, f"runs {runs - used} have no output"
-        if out_table in tables:
-            assert con.execute(f'SELECT count(*) FROM "{out_table}"').fetchone()[0] == 400
-    finally:
-        con.close()
+        finally:
+            con.close()
 
 
-def _kill_at_random_points(tmp_path, n_kills, sig):
+def _kill_at_random_points(tmp_path, n_kills, sig, seed=7):
     db = tmp_path / "w.duckdb"
     con = duckdb.connect(str(db))
-    con.execute("CREATE TABLE src AS SELECT i AS id, (i * 7) % 80 AS age, (i * 13) % 97 AS zip "
-                "FROM range(400) r(i)")
+    con.execute("CREATE OR REPLACE TABLE src AS SELECT i AS id, (i * 7) % 80 AS age, "
+                "(i * 13) % 97 AS zip FROM range(400) r(i)")
     con.close()
-    rng = random.Random(7)
-    # how long a whole run takes here (imports, numba cache load, write)
-    t0 = time.perf_counter()
-    p = _spawn("anonymize", str(db), "--table", "src", "--k", "3", "--qi", "age,zip", "--algo",
-               "kmember", "--out", "probe", cwd=tmp_path)
-    p.communicate(timeout=600)
-    assert p.returncode == 0
+    rng = random.Random(seed)
+    run = ["anonymize", str(db), "--table", "src", "--k", "3", "--qi", "age,zip", "--algo", "kmember"]
+    t0 = time.perf_counter()  # how long a whole run takes here (imports, cache load, write)
+    p = _spawn(*run, "--out", f"probe{seed}", cwd=tmp_path)
+    assert p.wait(timeout=600) == 0
     full = time.perf_counter() - t0
-    _check_after_kill(tmp_path, None, db, "probe", None)
+    outs = []
     for i in range(n_kills):
-        out_file = tmp_path / f"o{i}.parquet"
-        to_table = i % 2 == 0
-        target = ["--out", f"t{i}"] if to_table else ["--out", str(out_file)]
-        p = _spawn("anonymize", str(db), "--table", "src", "--k", "3", "--qi", "age,zip",
-                   "--algo", "kmember", *target, cwd=tmp_path)
-        time.sleep(rng.uniform(0.0, full * 1.1))
+        name = f"{seed}_{i}"
+        out_file = tmp_path / f"o{name}.parquet"
+        target = [["--out", f"t{name}"], ["--out", str(out_file)],
+                  ["--db", str(tmp_path / "scratch.duckdb"), "--out", str(out_file)]][i % 3]
+        p = _spawn(*run, *target, cwd=tmp_path)
+        time.sleep(rng.uniform(0.2 * full, 1.1 * full))
         p.send_signal(sig)
         p.communicate(timeout=120)
-        _check_after_kill(tmp_path, None, db, f"t{i}", None if to_table else out_file)
+        _check_after_kill(tmp_path, db, f"t{name}", None if i % 3 == 0 else out_file,
+                          sig == signal.SIGKILL)
+        outs.append(out_file)
+    # the next write of an output removes what a killed writer left behind
+    for out_file in outs:
+        if any(p.name.startswith(f".{out_file.name}.") for p in tmp_path.iterdir()):
+            assert _spawn(*run, "--out", str(out_file), "--replace", cwd=tmp_path).wait(600) == 0
+            assert not any(p.name.startswith(f".{out_file.name}.") for p in tmp_path.iterdir())
 
 
 def test_killed_or_interrupted_while_writing_leaves_nothing_partial(tmp_path):
-    _kill_at_random_points(tmp_path, 3, signal.SIGKILL)
-    _kill_at_random_points_sigint = _kill_at_random_points  # same checks for Ctrl-C
-    (tmp_path / "w.duckdb").unlink()
-    _kill_at_random_points_sigint(tmp_path, 2, signal.SIGINT)
+    _kill_at_random_points(tmp_path, 2, signal.SIGKILL)
+    _kill_at_random_points(tmp_path, 1, signal.SIGINT, seed=8)
 
 
 @pytest.mark.slow
 def test_killed_at_many_random_points(tmp_path):
-    _kill_at_random_points(tmp_path, 20, signal.SIGKILL)
+    _kill_at_random_points(tmp_path, 30, signal.SIGKILL)
+    _kill_at_random_points(tmp_path, 15, signal.SIGINT, seed=9)
+
+
+def test_a_run_failing_after_it_was_recorded_leaves_no_run_row(tmp_path, monkeypatch, capsys):
+    """Deterministic version of a kill between recording the run and committing its output."""
+    import kanon_duckdb.udfs.anonymize as udf
+    db = tmp_path / "w.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE src AS SELECT i AS id, (i * 7) % 80 AS age FROM range(100) r(i)")
+    con.close()
+
+    def boom(self, token, rid):
+        raise RuntimeError("killed while writing the output")
+
+    monkeypatch.setattr(udf.Assignments, "classes_of", boom)
+    for target in (["--out", "t"], ["--db", str(tmp_path / "s.duckdb"), "--out", str(tmp_path / "o.parquet")]):
+        assert cli.main(["anonymize", str(db), "--table", "src", "--k", "3", "--qi", "age",
+                         *target]) == 1
+        assert "killed while writing" in capsys.readouterr().err
+    for path in (db, tmp_path / "s.duckdb"):
+        con = duckdb.connect(str(path))
+        tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+        assert "t" not in tables
+        if "kanon_runs" in tables:
+            assert con.execute("SELECT count(*) FROM kanon_runs").fetchone()[0] == 0
+        con.close()
+    assert not (tmp_path / "o.parquet").exists()
