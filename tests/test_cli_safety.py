@@ -244,3 +244,45 @@ def test_a_run_failing_after_it_was_recorded_leaves_no_run_row(tmp_path, monkeyp
             assert con.execute("SELECT count(*) FROM kanon_runs").fetchone()[0] == 0
         con.close()
     assert not (tmp_path / "o.parquet").exists()
+
+
+@pytest.mark.parametrize("command", ["anonymize", "shell"])
+def test_ctrl_c_stops_a_long_run_within_about_a_second(tmp_path, command):
+    db = tmp_path / "w.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE src AS SELECT i AS id, (i * 7) % 80 AS age, (i * 13) % 97 AS zip "
+                "FROM range(300) r(i)")
+    con.close()
+
+    def start(iterations):
+        if command == "anonymize":
+            return _spawn("anonymize", str(db), "--table", "src", "--k", "3", "--qi", "age,zip",
+                          "--algo", "kab", "--param", f"iterations={iterations}", "--out", "t",
+                          cwd=tmp_path)
+        return _spawn("shell", str(db), "-c",
+                      f"CREATE TABLE t AS FROM k_anonymize('src', k := 3, qi := ['age', 'zip'], "
+                      f"algo := 'kab', iterations := {iterations});", cwd=tmp_path)
+
+    t0 = time.perf_counter()
+    p = start(1)
+    p.communicate(timeout=600)
+    assert p.returncode == 0
+    startup = time.perf_counter() - t0
+    con = duckdb.connect(str(db))
+    con.execute("DROP TABLE t")
+    runs = con.execute("SELECT count(*) FROM kanon_runs").fetchone()[0]
+    con.close()
+    p = start(10_000_000)
+    time.sleep(startup + 1.5)  # well inside the black-hole iterations
+    assert p.poll() is None
+    sent = time.perf_counter()
+    p.send_signal(signal.SIGINT)
+    _out, err = p.communicate(timeout=60)
+    took = time.perf_counter() - sent
+    assert p.returncode != 0 and "interrupt" in err.lower()
+    assert took < 2.5, f"{command} took {took:.1f} s to stop after Ctrl-C"
+    con = duckdb.connect(str(db))
+    tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    assert "t" not in tables
+    assert con.execute("SELECT count(*) FROM kanon_runs").fetchone()[0] == runs
+    con.close()
