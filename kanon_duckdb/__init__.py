@@ -31,4 +31,19 @@ def load_example(con: duckdb.DuckDBPyConnection, name: str = "adult") -> int:
     return _load(con, name)
 
 
-__all__ = ["connect", "register", "load_example", "__version__"]
+_API = ("gcp", "discernibility", "cavg")
+
+
+def __getattr__(name):
+    """``anonymize`` (a callable module: kanon_duckdb.api.anonymize) and the metric helpers load
+    on first use, so ``import kanon_duckdb`` stays light."""
+    import importlib
+    if name == "anonymize":
+        return importlib.import_module(".anonymize", __name__)
+    if name in _API:
+        return getattr(importlib.import_module(".api", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["__version__", "anonymize", "cavg", "connect", "discernibility", "gcp", "load_example",
+           "register"]

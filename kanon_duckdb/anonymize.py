@@ -1,11 +1,17 @@
 """Orchestrator: validate, encode, run an algorithm, generalize, record the run.
 
 This layer owns all checks and DuckDB I/O; algorithms see only encoded arrays.
+
+The module is also the public entry point ``kanon_duckdb.anonymize(data, k=..., qi=...)``: it is
+callable (see ``kanon_duckdb.api.anonymize``), because a package attribute and a submodule of the
+same name cannot be told apart once the submodule is imported.
 """
 from __future__ import annotations
 
 import math
+import sys
 import time
+import types
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,7 +34,7 @@ class AnonymizationResult:
     run_id: int
     plan: QIPlan
     data: QIData
-    rowid: np.ndarray
+    row_key: np.ndarray  # uint64 per encoded row (encoding.row_key_sql)
     generalized: Generalized
     partition: Partition
     elapsed_s: float
@@ -79,7 +85,7 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
     sensitive = privacy_hooks.sensitive_columns(plan, sensitive, models, extra)
     taxonomies = check_taxonomies_param(taxonomies, plan.qi)
     with compile_notice(algorithm.name):  # says so when numba compiles (first use only)
-        rowid, data = encode(con, plan, extra_columns=extra,
+        row_key, data = encode(con, plan, extra_columns=extra,
                              need_num_trees=algorithm.needs_num_trees, taxonomies=taxonomies)
         check_k(k, data.n)
         spec = privacy_hooks.attach(con, data, models, sensitive, t_distance, plan.table)
@@ -103,7 +109,7 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
                             qi_loss=[loss[order[c]] for c in plan.qi],
                             weights=part.info.get("weights"), details=part.info,
                             qi_trees=data.tree_attrs)
-    return AnonymizationResult(run_id, plan, data, rowid, g, part, elapsed, params)
+    return AnonymizationResult(run_id, plan, data, row_key, g, part, elapsed, params)
 
 
 def extra_columns(plan: QIPlan, algorithm, params: dict, given: dict) -> list:
@@ -151,3 +157,14 @@ def _verify(g: Generalized, k: int) -> None:
     if bad.any():
         raise InfeasibleError(
             f"internal error: {int(bad.sum())} classes have fewer than k={k} rows; please report it")
+
+
+class _CallableModule(types.ModuleType):
+    def __call__(self, data, **kwargs):
+        """``kanon_duckdb.anonymize(data, k=..., qi=[...], algo=..., con=None, **params)``:
+        see :func:`kanon_duckdb.api.anonymize`."""
+        from .api import anonymize as api_anonymize
+        return api_anonymize(data, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

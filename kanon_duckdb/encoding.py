@@ -26,7 +26,8 @@ import pyarrow.compute as pc
 from ._numba_config import njit
 from .algorithms.base import QIData
 from .errors import DataError, InvalidParameterError, TaxonomyError, UnknownObjectError
-from .sqlutil import quote_ident, resolve_table
+from .relation import Source, resolve_source
+from .sqlutil import quote_ident
 from .taxonomy.store import read_tree_of, taxonomy_attrs, validate_coverage
 from .taxonomy.tree import build_index
 
@@ -39,7 +40,7 @@ _CASTABLE_TO_NUMBER = {"VARCHAR", "TEXT", "STRING", "BOOLEAN"}  # may be forced 
 @dataclass(frozen=True)
 class QIPlan:
     table: str           # the user's table name
-    table_sql: str       # resolved, quoted name
+    table_sql: str       # what to put after FROM (quoted name, file literal or reader call)
     qi: list             # all QIs in the user's order
     numeric: list        # numeric QIs (in qi order)
     integer: list        # numeric QIs with an integer SQL type
@@ -60,18 +61,11 @@ def _as_list(x, what):
     return out
 
 
-def table_columns(con, table_sql_parts):
-    db, schema, name = table_sql_parts
-    rows = con.execute(
-        "SELECT column_name, data_type FROM duckdb_columns() WHERE database_name = ? AND "
-        "schema_name = ? AND table_name = ? ORDER BY column_index", [db, schema, name]).fetchall()
-    return [(r[0], r[1]) for r in rows]
-
-
 def plan_qis(con, table, qi, numeric=None, categorical=None) -> QIPlan:
-    """Resolve the table and split the QIs into numeric and categorical. O(#columns)."""
-    parts, table_sql = resolve_table(con, table)
-    cols = table_columns(con, parts)
+    """Resolve the relation (a name, see ``relation.resolve_source``, or a resolved Source) and
+    split the QIs into numeric and categorical. O(#columns)."""
+    source = table if isinstance(table, Source) else resolve_source(con, table)
+    table, table_sql, cols = source.name, source.sql, source.columns
     types = {c: t for c, t in cols}
     qi = _as_list(qi, "qi")
     if not qi:
@@ -152,15 +146,22 @@ def _check_output_names(columns, numeric):
             f"of the table first")
 
 
+def row_key_sql(plan: QIPlan) -> str:
+    """SQL of a row's join key: the 64-bit hash of its raw QI values. Rows with equal QI tuples
+    are interchangeable for the guarantee and for truthfulness, so the second read of the
+    relation gives each row a class by (key, ordinal among equal keys): no rowid needed."""
+    return "hash(" + ", ".join(quote_ident(c) for c in plan.qi) + ")"
+
+
 def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False,
            taxonomies=None) -> tuple[np.ndarray, QIData]:
     """Read the QIs (and ``extra_columns`` as raw Arrow arrays) and encode them.
 
     Each QI's tree is the one ``taxonomy.store.resolve_tree_attr`` picks for (plan.table, QI,
     ``taxonomies``); ``QIData.tree_attrs`` records it.
-    Returns (rowid int64 (n,), QIData). Cost: one scan of the QI columns plus O(n·d) numpy work.
+    Returns (row keys uint64 (n,), QIData). Cost: one scan of the QI columns plus O(n·d) numpy work.
     """
-    sel = ["rowid"]
+    sel = [row_key_sql(plan)]
     for c in plan.numeric:
         sel.append(f"TRY_CAST({quote_ident(c)} AS DOUBLE)")
         if plan.types[c].split("(")[0].upper() in ("VARCHAR", "TEXT", "STRING"):
@@ -173,7 +174,7 @@ def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False,
     n = tbl.num_rows
     if n == 0:
         raise DataError(f"table {plan.table!r} is empty; there is nothing to anonymize")
-    rowid = tbl.column(0).to_numpy().astype(np.int64, copy=False)
+    rowid = tbl.column(0).to_numpy()  # uint64 row keys (see row_key_sql)
     dn, dc = len(plan.numeric), len(plan.categorical)
     num = np.empty((n, dn), dtype=np.float64)
     num_null = np.zeros((n, dn), dtype=bool)

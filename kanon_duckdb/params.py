@@ -39,7 +39,7 @@ _TRUE = ("1", "true", "t", "yes", "on")
 _FALSE = ("0", "false", "f", "no", "off")
 
 # Names the k_anonymize macro takes itself; no algorithm parameter may reuse them.
-RESERVED = ("tbl", "k", "algo", "qi", "seed", "numeric", "categorical", "taxonomies", "params")
+RESERVED = ("tbl", "k", "algo", "qi", "seed", "numeric", "categorical", "taxonomies", "params", "named")
 
 
 @dataclass(frozen=True)
@@ -303,13 +303,18 @@ def parse_json_params(text) -> dict:
         obj = json.loads(text)
     except ValueError:
         raise InvalidParameterError(f"params must be a STRUCT or MAP of parameter values, got {text!r}") from None
+    return as_param_dict(obj)
+
+
+def as_param_dict(obj) -> dict:
+    """``params :=`` as a dict: a STRUCT/MAP (JSON object, or MAP key/value pairs), NULL = {}."""
     if obj is None:
         return {}
     if isinstance(obj, list) and all(isinstance(e, dict) and set(e) == {"key", "value"} for e in obj):
         obj = {e["key"]: e["value"] for e in obj}  # a MAP serializes as key/value pairs
     if not isinstance(obj, dict):
         raise InvalidParameterError(
-            f"params must be a STRUCT or MAP such as {{'iterations': 5}}, got {text!r}")
+            f"params must be a STRUCT or MAP such as {{'iterations': 5}}, got {obj!r}")
     return obj
 
 

@@ -66,8 +66,9 @@ def _pick(matches, name, cur_db, cur_schema):
     return matches
 
 
-def resolve_table(con, name: str, include_views: bool = False) -> tuple:
-    """``((db, schema, table), quoted)`` of an existing non-TEMP table, else UnknownObjectError."""
+def resolve_table(con, name: str, include_views: bool = False, allow_temp: bool = False) -> tuple:
+    """``((db, schema, table), quoted)`` of an existing non-TEMP table (``allow_temp``: TEMP
+    ones too, for a caller reading through its own connection), else UnknownObjectError."""
     if not isinstance(name, str) or not name.strip():
         raise UnknownObjectError(f"table name must be a non-empty string, got {name!r}")
     sql = ("SELECT database_name, schema_name, table_name, temporary FROM duckdb_tables()")
@@ -87,7 +88,7 @@ def resolve_table(con, name: str, include_views: bool = False) -> tuple:
         found = [m for m in catalog
                  if all(w is None or w == str(v).lower() for w, v in zip(want, m[:3]))]
         found = _pick(found, parts, cur_db, cur_schema)
-        real = [m for m in found if not m[3]]
+        real = [m for m in found if allow_temp or not m[3]]
         if len(real) > 1:
             shown = ", ".join(".".join(m[:3]) for m in real[:5])
             raise UnknownObjectError(

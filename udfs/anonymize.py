@@ -1,37 +1,28 @@
-"""Arrow UDFs behind the ``k_anonymize`` table macro.
+"""Arrow UDFs behind the ``k_anonymize`` table macro (``FROM query(__kanon_sql(...))``).
 
-``__kanon_plan(tbl, qi, numeric, categorical)`` is deterministic and folded at bind time: the
-macro uses it inside ``COLUMNS(lambda ...)`` to name the output columns.
-``__kanon_run(tbl, k, algo, qi, seed, numeric, categorical, params)`` runs the algorithm once and
-returns the per-class published values as one STRUCT value, plus a token under which the
-row→class assignment stays in this process; ``__kanon_ec(token, rowid)`` then maps each scanned
-row to its class, chunk by chunk, so the row-level work is a parallel scan (no list of n rows
-inside one value, which DuckDB would copy several times).
+``__kanon_sql(tbl, spec_json)`` is deterministic and folded at bind time, once per statement:
+it resolves the relation (``relation.resolve_source``), plans the QIs, validates every argument
+(errors come before anything runs, so an open transaction stays usable) and returns the
+statement that publishes the run (``output_sql``), with the checked arguments as JSON inside
+``__kanon_run('<json>')``.
+``__kanon_run(json)`` runs the algorithm once and returns the per-class published values as one
+STRUCT value plus a token for its row→class assignment; ``__kanon_pass(token)`` does the same for
+a run the Python API made before (pinned). ``__kanon_ec(token, row key)`` maps each row of the
+second, parallel scan to its class (``assignment``), chunk by chunk.
 """
 from __future__ import annotations
 
-import itertools
-import threading
+import json
 
 import numpy as np
 import pyarrow as pa
 
 from kanon_duckdb import interrupt
-from kanon_duckdb.errors import ConcurrentChangeError
 from kanon_duckdb.udf_spec import UDF, UdfContext, first_value
 
-PLAN_TYPE = ("STRUCT(tbl_sql VARCHAR, qi VARCHAR[], int_qi VARCHAR[], float_qi VARCHAR[], "
-             "cat_qi VARCHAR[], out_cols VARCHAR[])")
 RUN_TYPE = ("STRUCT(run_id BIGINT, token BIGINT, n_rows BIGINT, "
             "classes STRUCT(ec BIGINT, size BIGINT, suppressed BOOLEAN, lo_i BIGINT[], hi_i BIGINT[], "
             "lo_f DOUBLE[], hi_f DOUBLE[], labels VARCHAR[])[])")
-
-
-def _plan_struct(plan):
-    flt = [c for c in plan.numeric if c not in plan.integer]
-    out_cols = list(plan.qi) + [f"{c}_{end}" for c in plan.numeric for end in ("min", "max")]
-    return {"tbl_sql": plan.table_sql, "qi": plan.qi, "int_qi": plan.integer, "float_qi": flt,
-            "cat_qi": plan.categorical, "out_cols": out_cols}
 
 
 def _list_of(values: pa.Array, n_rows: int, width: int) -> pa.Array:
@@ -40,8 +31,8 @@ def _list_of(values: pa.Array, n_rows: int, width: int) -> pa.Array:
     return pa.ListArray.from_arrays(offsets, values)
 
 
-def result_to_arrow(res, token: int) -> pa.StructArray:
-    """Pack an AnonymizationResult into the RUN_TYPE value (one row)."""
+def classes_arrow(res) -> pa.StructArray:
+    """The per-class published values of an AnonymizationResult (RUN_TYPE's ``classes``)."""
     g, plan, data = res.generalized, res.plan, res.data
     C = g.n_classes
     num_names = data.num_names
@@ -83,131 +74,86 @@ def result_to_arrow(res, token: int) -> pa.StructArray:
          num_lists(flt_cols, g.lo, False), num_lists(flt_cols, g.hi, False),
          _list_of(labels_flat, C, data.dc)],
         names=["ec", "size", "suppressed", "lo_i", "hi_i", "lo_f", "hi_f", "labels"])
-    one = lambda arr: pa.ListArray.from_arrays(pa.array([0, len(arr)], pa.int32()), arr)
+    return classes
+
+
+def run_value(run_id: int, token: int, n_rows: int, classes: pa.StructArray) -> pa.StructArray:
+    """The RUN_TYPE value (one row)."""
+    one = pa.ListArray.from_arrays(pa.array([0, len(classes)], pa.int32()), classes)
     return pa.StructArray.from_arrays(
-        [pa.array([res.run_id], pa.int64()), pa.array([token], pa.int64()),
-         pa.array([data.n], pa.int64()), one(classes)],
+        [pa.array([run_id], pa.int64()), pa.array([token], pa.int64()),
+         pa.array([n_rows], pa.int64()), one],
         names=["run_id", "token", "n_rows", "classes"])
 
 
-class Assignments:
-    """Row→class assignments of the latest runs, by token, for ``__kanon_ec``.
-
-    Holds the class id (int32) per encoded row and, when the rowids are not simply 0..n-1, the
-    sorted rowids. The newest ``keep`` runs are kept (a statement may hold several
-    k_anonymize calls); older ones are dropped when a new run arrives.
-    """
-
-    def __init__(self, keep: int = 4):
-        self.keep = keep
-        self._runs: dict = {}
-        self._next = itertools.count(1)
-        self._lock = threading.Lock()  # the runs of one statement arrive from parallel threads
-
-    def add(self, rowid: np.ndarray, ec: np.ndarray) -> int:
-        rowid = np.asarray(rowid, dtype=np.int64)
-        ec = np.asarray(ec).astype(np.int32)
-        n = rowid.size
-        if n and rowid[0] == 0 and rowid[-1] == n - 1 and (n < 2 or bool(np.all(np.diff(rowid) == 1))):
-            sorted_rowid = None  # the common case: position = rowid
-        else:
-            order = np.argsort(rowid, kind="stable")
-            sorted_rowid, ec = rowid[order], ec[order]
-        with self._lock:
-            token = next(self._next)
-            self._runs[token] = (sorted_rowid, ec)
-            while len(self._runs) > self.keep:
-                self._runs.pop(next(iter(self._runs)))
-        return token
-
-    def classes_of(self, token: int, rid: np.ndarray) -> np.ndarray:
-        """Class id (int64) of each rowid in ``rid``; raises if a row was not anonymized."""
-        run = self._runs.get(token)
-        if run is None:
-            raise ConcurrentChangeError(
-                f"k_anonymize: the run's row assignment is gone (more than {self.keep} "
-                f"k_anonymize calls in one statement?); run it again")
-        sorted_rowid, ec = run
-        if sorted_rowid is None:
-            pos = rid
-            ok = (rid >= 0) & (rid < ec.size)
-        else:
-            pos = np.searchsorted(sorted_rowid, rid).clip(0, max(sorted_rowid.size - 1, 0))
-            ok = sorted_rowid[pos] == rid if sorted_rowid.size else np.zeros(rid.size, bool)
-        if not ok.all():
-            raise ConcurrentChangeError(
-                "k_anonymize: the table changed during the call (a row was added); run it again")
-        return ec[pos].astype(np.int64)
-
-
-def _catalog_version(con):
-    """A number that changes whenever a name may bind differently (None when unavailable)."""
-    fn = getattr(con, "_catalog_version", None)
-    try:
-        return fn() if fn is not None else None
-    except Exception:  # pragma: no cover - private API of the DuckDB Python package
-        return None
+def checked_spec(cur, tbl, spec: dict) -> tuple:
+    """(plan, run arguments as a dict) after validating everything that can be checked before
+    the run: k, algo, parameters, the relation, the QIs."""
+    from kanon_duckdb.algorithms import get_algorithm
+    from kanon_duckdb.anonymize import check_k
+    from kanon_duckdb.encoding import plan_qis
+    from kanon_duckdb.params import as_param_dict, coerce_params, merge_params
+    k = check_k(spec.get("k"))
+    algo = get_algorithm(spec.get("algo") if spec.get("algo") is not None else "mondrian")
+    params = merge_params(as_param_dict(spec.get("named")), as_param_dict(spec.get("params")))
+    coerce_params(algo, params)
+    plan = plan_qis(cur, tbl, spec.get("qi"), spec.get("numeric"), spec.get("categorical"))
+    args = {"tbl": tbl, "k": k, "algo": algo.name, "qi": plan.qi, "seed": spec.get("seed"),
+            "numeric": spec.get("numeric"), "categorical": spec.get("categorical"),
+            "params": params, "taxonomies": spec.get("taxonomies")}
+    return plan, args
 
 
 def declare(ctx: UdfContext) -> list[UDF]:
-    """``__kanon_plan``, ``__kanon_run`` and ``__kanon_ec`` on ``ctx.con`` (state per connection)."""
+    """``__kanon_sql``, ``__kanon_run``, ``__kanon_pass`` and ``__kanon_ec`` on ``ctx.con``."""
     con = ctx.con
-    plan_cache: dict = {}
-    assignments = Assignments()
 
-    def kanon_plan(tbl, spec_json):
+    def kanon_sql(tbl, spec_json):
+        from kanon_duckdb.output_sql import output_sql, sql_string
         from kanon_duckdb.params import parse_json_params
-        spec = parse_json_params(first_value(spec_json))
-        args = (first_value(tbl), spec.get("qi"), spec.get("numeric"), spec.get("categorical"))
-        key = (repr(args), _catalog_version(con))
-        struct = plan_cache.get(key) if key[1] is not None else None
-        if struct is None:
-            # imported on first use (numba): connect() stays fast
-            from kanon_duckdb.encoding import plan_qis
-            cur = con.cursor()
-            try:
-                struct = _plan_struct(plan_qis(cur, *args))
-            finally:
-                cur.close()
-            if key[1] is not None:
-                if len(plan_cache) > 64:
-                    plan_cache.clear()
-                plan_cache[key] = struct
-        return pa.array([struct] * len(tbl))
+        cur = con.cursor()
+        try:
+            plan, args = checked_spec(cur, first_value(tbl), parse_json_params(first_value(spec_json)))
+        finally:
+            cur.close()
+        text = output_sql(plan, f"__kanon_run({sql_string(json.dumps(args))})")
+        return pa.array([text] * len(tbl), pa.string())
 
-    def kanon_run(tbl, spec_json, named_json, params_json):
+    def kanon_run(args_json):
         # numba and the kernels load on first use
         from kanon_duckdb.anonymize import anonymize
-        from kanon_duckdb.params import merge_params, parse_json_params
-        spec = parse_json_params(first_value(spec_json))
-        params = merge_params(parse_json_params(first_value(named_json)),
-                              parse_json_params(first_value(params_json)))
+        args = json.loads(first_value(args_json))
         cur = con.cursor()
         try:
             with interrupt.watch(con, ctx.progress) as progress:
-                res = anonymize(cur, first_value(tbl), k=spec.get("k"), algo=spec.get("algo"),
-                                qi=spec.get("qi"), seed=spec.get("seed"),
-                                numeric=spec.get("numeric"), categorical=spec.get("categorical"),
-                                params=params, progress=progress,
-                                taxonomies=spec.get("taxonomies"))
+                res = anonymize(cur, args["tbl"], k=args["k"], algo=args["algo"], qi=args["qi"],
+                                seed=args["seed"], numeric=args["numeric"],
+                                categorical=args["categorical"], params=args["params"],
+                                taxonomies=args.get("taxonomies"), progress=progress)
         finally:
             cur.close()
-        token = assignments.add(res.rowid, res.generalized.ec)
-        out = result_to_arrow(res, token)
+        from kanon_duckdb.assignment import STORE, Assignment
+        token = STORE.start(Assignment(res.row_key, res.generalized.ec, res.data))
+        out = run_value(res.run_id, token, res.data.n, classes_arrow(res))
         del res
-        if len(tbl) != 1:
-            out = pa.concat_arrays([out] * len(tbl))
-        return out
+        return pa.concat_arrays([out] * len(args_json)) if len(args_json) != 1 else out
 
-    def kanon_ec(token, rid):
-        if hasattr(rid, "combine_chunks"):
-            rid = rid.combine_chunks()
-        rid = rid.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-        return pa.array(assignments.classes_of(first_value(token), rid), pa.int64())
+    def kanon_pass(pinned):
+        from kanon_duckdb.assignment import STORE
+        token, (run_id, n_rows, classes) = STORE.start_pinned(first_value(pinned))
+        out = run_value(run_id, token, n_rows, classes)
+        return pa.concat_arrays([out] * len(pinned)) if len(pinned) != 1 else out
+
+    def kanon_ec(token, key):
+        if hasattr(key, "combine_chunks"):
+            key = key.combine_chunks()
+        keys = key.to_numpy(zero_copy_only=False)
+        from kanon_duckdb.assignment import STORE
+        return pa.array(STORE.classes_of(first_value(token), keys), pa.int64())
 
     return [
-        UDF("__kanon_ec", kanon_ec, ("BIGINT", "BIGINT"), "BIGINT", side_effects=True),
-        UDF("__kanon_plan", kanon_plan, ("VARCHAR", "VARCHAR"), PLAN_TYPE),
-        UDF("__kanon_run", kanon_run, ("VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR"), RUN_TYPE,
-            side_effects=True),
+        UDF("__kanon_ec", kanon_ec, ("BIGINT", "UBIGINT"), "BIGINT", side_effects=True),
+        UDF("__kanon_sql", kanon_sql, ("VARCHAR", "VARCHAR"), "VARCHAR"),
+        UDF("__kanon_run", kanon_run, ("VARCHAR",), RUN_TYPE, side_effects=True),
+        UDF("__kanon_pass", kanon_pass, ("BIGINT",), RUN_TYPE, side_effects=True),
     ]

@@ -1,0 +1,174 @@
+"""Row -> class assignments of runs, looked up by row key while DuckDB re-reads the relation.
+
+A run's first read gives every row a key (the hash of its QI values, ``encoding.row_key_sql``)
+and the algorithm a class. Rows with equal QI tuples are interchangeable for the k guarantee and
+for truthfulness, so the second read (a parallel scan, in any order) hands out, for each key,
+the classes of that key's rows one by one: the j-th row seen with a key gets the j-th class
+stored for it. No rowid is needed, so any relation works (views, files, DataFrames).
+
+A row whose key was not in the first read, or more rows with a key than the first read had,
+raises ConcurrentChangeError (the relation changed between the two reads); a row count check in
+SQL catches rows that vanished. Two different QI tuples with one 64-bit key are detected when
+the assignment is built (DataError; about 1 in 10^6 at 10^7 rows).
+
+Lifetime, with no bound one run could hit while another still needs its entry: a run's
+``Pass`` (one scan's counters) is dropped when all its rows have been handed out; an
+``Assignment`` is shared by its passes and lives while a pass or a pinned owner (the Python
+API's relation) holds it. Passes abandoned part-way (``LIMIT``, an error) are dropped once idle
+for ``IDLE_S`` seconds. Memory: 16 bytes per row while held.
+"""
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+
+import numpy as np
+
+from ._numba_config import njit
+from .errors import ConcurrentChangeError, DataError
+
+IDLE_S = 600.0
+
+
+@njit
+def _tuples_differ(skeys, order, num, num_null, cat):
+    """True when two rows with the same key hold different encoded QI tuples (a collision)."""
+    for i in range(1, skeys.shape[0]):
+        if skeys[i] != skeys[i - 1]:
+            continue
+        a = order[i]
+        b = order[i - 1]
+        for j in range(num.shape[1]):
+            if num[a, j] != num[b, j] or num_null[a, j] != num_null[b, j]:
+                return True
+        for j in range(cat.shape[1]):
+            if cat[a, j] != cat[b, j]:
+                return True
+    return False
+
+
+@njit
+def _hand_out(skeys, classes, used, keys, out):
+    """Class of each row of ``keys`` (next unused slot of its key); returns -1 when all found,
+    else the index of the first row whose key is unknown (2*m + i) or used up (m + i)."""
+    n = skeys.shape[0]
+    m = keys.shape[0]
+    for i in range(m):
+        key = keys[i]
+        lo = 0
+        hi = n
+        while lo < hi:  # first position with skeys[pos] >= key
+            mid = (lo + hi) >> 1
+            if skeys[mid] < key:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo == n or skeys[lo] != key:
+            return 2 * m + i
+        u = used[lo]
+        if lo + u >= n or skeys[lo + u] != key:
+            return m + i
+        out[i] = classes[lo + u]
+        used[lo] = u + 1
+    return -1
+
+
+class Assignment:
+    """Sorted row keys and the class of each (int32), built once per run. O(n log n)."""
+
+    def __init__(self, keys: np.ndarray, ec: np.ndarray, data=None):
+        keys = np.ascontiguousarray(keys).view(np.uint64)
+        order = np.argsort(keys, kind="stable")
+        self.keys = keys[order]
+        if data is not None and _tuples_differ(self.keys, order, data.num, data.num_null, data.cat):
+            raise DataError("two different QI tuples share one 64-bit row key; this is very rare: "
+                            "please report it (anonymizing a copy with one more column avoids it)")
+        self.classes = np.asarray(ec)[order].astype(np.int32)
+        self.n = int(self.keys.size)
+
+
+class Pass:
+    """One scan's counters over an Assignment (a statement that reads the output twice, or the
+    Python API's relation executed twice, gets a fresh pass each time)."""
+
+    def __init__(self, assignment: Assignment):
+        self.assignment = assignment
+        self.used = np.zeros(assignment.n, dtype=np.int32)
+        self.done = 0
+        self.touched = time.monotonic()
+
+
+class Assignments:
+    """Passes by token and pinned assignments by token (see the module docstring)."""
+
+    def __init__(self):
+        self._passes: dict[int, Pass] = {}
+        self._pinned: dict[int, tuple] = {}
+        self._next = itertools.count(1)
+        self._lock = threading.Lock()
+
+    def start(self, assignment: Assignment) -> int:
+        """A new pass over ``assignment``; its token."""
+        with self._lock:
+            self._drop_idle()
+            token = next(self._next)
+            self._passes[token] = Pass(assignment)
+        return token
+
+    def pin(self, assignment: Assignment, payload) -> int:
+        """Keep ``assignment`` (and ``payload``, the run's published classes) until ``unpin``;
+        a token for ``start_pinned``."""
+        with self._lock:
+            token = next(self._next)
+            self._pinned[token] = (assignment, payload)
+        return token
+
+    def start_pinned(self, token: int) -> tuple:
+        """(a new pass's token, the payload) of a pinned assignment."""
+        entry = self._pinned.get(token)
+        if entry is None:
+            raise ConcurrentChangeError(
+                "this anonymized relation was released (its Python object was deleted); "
+                "call kanon_duckdb.anonymize again")
+        return self.start(entry[0]), entry[1]
+
+    def unpin(self, token: int) -> None:
+        with self._lock:
+            self._pinned.pop(token, None)
+
+    def classes_of(self, token: int, keys: np.ndarray) -> np.ndarray:
+        """Class id (int64) of each row key in ``keys``, in order."""
+        p = self._passes.get(token)
+        if p is None:
+            raise ConcurrentChangeError(
+                "k_anonymize: the run's row assignment is gone (the statement was abandoned "
+                f"for more than {IDLE_S:.0f} s?); run it again")
+        keys = np.ascontiguousarray(keys).view(np.uint64)
+        out = np.empty(keys.size, dtype=np.int64)
+        a = p.assignment
+        with self._lock:  # one scan's chunks arrive from several threads
+            bad = _hand_out(a.keys, a.classes, p.used, keys, out)
+            p.touched = time.monotonic()
+            if bad < 0:
+                p.done += keys.size
+                if p.done >= a.n:
+                    self._passes.pop(token, None)
+        if bad >= 0:
+            self._passes.pop(token, None)
+            what = ("a row that was not there when it was anonymized" if bad >= 2 * keys.size
+                    else "more rows with some QI values than when it was anonymized")
+            raise ConcurrentChangeError(
+                f"k_anonymize: the relation changed during the call ({what}); run it again")
+        return out
+
+    def _drop_idle(self) -> None:
+        now = time.monotonic()
+        for t in [t for t, p in self._passes.items() if now - p.touched > IDLE_S]:
+            del self._passes[t]
+
+    def __len__(self) -> int:
+        return len(self._passes)
+
+
+STORE = Assignments()  # one per process: tokens are unique across connections

@@ -1,0 +1,62 @@
+"""The SELECT that publishes a run: its classes joined back to a second read of the relation.
+
+``output_sql(plan, run_expr)`` is the whole body of ``k_anonymize`` (the macro is
+``FROM query(__kanon_sql(...))``, so the plan is computed once per statement, at bind time).
+``run_expr`` yields the run's RUN_TYPE value: ``__kanon_run('<json>')`` (the SQL path: the
+algorithm runs inside the statement) or ``__kanon_pass(<token>)`` (the Python API: the run was
+done before, its assignment is pinned).
+
+Output columns, in the relation's column order: a non-QI column unchanged, a numeric QI ``c``
+replaced in place by ``c_min, c_max``, a categorical QI by its published label; then ``ec``,
+``ec_size``, ``suppressed``, ``kanon_run``. The per-class table is built first (one row per
+class), so the row-level join carries scalars; each row finds its class through
+``__kanon_ec(token, row key)`` during a parallel scan (see ``assignment``), and a count of the
+relation in its own scan guards against rows that vanished between the two reads.
+"""
+from __future__ import annotations
+
+from .encoding import QIPlan, row_key_sql
+from .sqlutil import quote_ident
+
+ADDED = ("ec", "ec_size", "suppressed", "kanon_run")
+
+
+def sql_string(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def output_sql(plan: QIPlan, run_expr: str) -> str:
+    floats = [c for c in plan.numeric if c not in plan.integer]
+    cls_cols, out_cols = [], []
+    for i, c in enumerate(plan.columns):
+        if c in plan.numeric:
+            lo, hi = ("lo_i", "hi_i") if c in plan.integer else ("lo_f", "hi_f")
+            j = (plan.integer.index(c) if c in plan.integer else floats.index(c)) + 1
+            cls_cols += [f"c.{lo}[{j}] AS __kanon_q{i}_min", f"c.{hi}[{j}] AS __kanon_q{i}_max"]
+            out_cols += [f"__kanon_q{i}_min AS {quote_ident(c + '_min')}",
+                         f"__kanon_q{i}_max AS {quote_ident(c + '_max')}"]
+        elif c in plan.categorical:
+            j = plan.categorical.index(c) + 1
+            cls_cols.append(f"c.labels[{j}] AS __kanon_q{i}")
+            out_cols.append(f"__kanon_q{i} AS {quote_ident(c)}")
+        else:
+            out_cols.append(f"__kanon_rows.{quote_ident(c)}")
+    src = plan.table_sql
+    changed = sql_string("k_anonymize: the relation changed during the call (rows were deleted); "
+                         "run it again")
+    return f"""WITH __kanon_res AS MATERIALIZED (SELECT {run_expr} AS r),
+__kanon_cls AS (
+    SELECT c.ec AS __kanon_cec, c.size AS __kanon_csize, c.suppressed AS __kanon_csup,
+           {', '.join(cls_cols) or 'NULL AS __kanon_none'}
+    FROM (SELECT unnest(r.classes) AS c FROM __kanon_res)
+),
+__kanon_rows AS (
+    SELECT *, __kanon_ec((SELECT r.token FROM __kanon_res), {row_key_sql(plan)}) AS __kanon_ec
+    FROM {src}
+)
+SELECT {', '.join(out_cols)},
+    CASE WHEN (SELECT count(*) FROM {src}) IS DISTINCT FROM (SELECT r.n_rows FROM __kanon_res)
+         THEN error({changed}) ELSE __kanon_rows.__kanon_ec END AS ec,
+    __kanon_csize AS ec_size, __kanon_csup AS suppressed,
+    (SELECT r.run_id FROM __kanon_res) AS kanon_run
+FROM __kanon_rows JOIN __kanon_cls ON __kanon_rows.__kanon_ec = __kanon_cls.__kanon_cec"""

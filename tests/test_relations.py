@@ -1,0 +1,170 @@
+"""k_anonymize and kanon_duckdb.anonymize on every relation kind (issue 12 section 1).
+
+For the same data and seed, every kind gives the rows of the base-table path (same classes,
+same published values); the source is never modified; the output keeps the source's column
+order with a numeric QI replaced in place by c_min, c_max.
+"""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import duckdb
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pytest
+
+import kanon_duckdb
+
+QI = ["age", "zip", "sex"]
+ARGS = "k := 4, qi := ['age', 'zip', 'sex'], seed := 7"
+EXPECTED_COLUMNS = ["id", "age_min", "age_max", "zip", "note", "sex", "ec", "ec_size",
+                    "suppressed", "kanon_run"]
+
+
+@pytest.fixture(scope="module")
+def con(tmp_path_factory):
+    d = tmp_path_factory.mktemp("rel")
+    c = kanon_duckdb.connect()
+    c.execute("CREATE TABLE people AS SELECT i AS id, 20 + (i * 7) % 50 AS age, "
+              "'z' || (10000 + (i * 13) % 40) AS zip, 'n' || i AS note, "
+              "CASE WHEN i % 3 = 0 THEN 'F' ELSE 'M' END AS sex FROM range(400) r(i)")
+    c.execute(f"COPY people TO '{d}/people.parquet'")
+    (d / "csv").mkdir()
+    c.execute(f"COPY (FROM people WHERE id < 200) TO '{d}/csv/a.csv'")
+    c.execute(f"COPY (FROM people WHERE id >= 200) TO '{d}/csv/b.csv'")
+    c.execute(f"ATTACH '{d}/other.duckdb' AS other")
+    c.execute("CREATE SCHEMA other.s")
+    c.execute("CREATE TABLE other.s.people AS FROM people")
+    c.execute("CREATE SCHEMA hr")
+    c.execute("CREATE TABLE hr.people AS FROM people")
+    c.execute("CREATE VIEW people_v AS SELECT * FROM people")
+    yield SimpleNamespace(c=c, dir=d)
+    c.close()
+
+
+def _rows(con, sql):
+    """Output rows without kanon_run, by id (the class ids and values must match exactly)."""
+    rel = con.sql(sql)
+    assert rel.columns == EXPECTED_COLUMNS
+    return sorted(r[:-1] for r in rel.fetchall())
+
+
+@pytest.fixture(scope="module")
+def base(con):
+    return _rows(con.c, f"FROM k_anonymize('people', {ARGS})")
+
+
+def test_base_table_is_k_anonymous_and_truthful(con, base):
+    raw = {r[0]: r for r in con.c.execute("SELECT id, age, zip, note, sex FROM people").fetchall()}
+    assert len(base) == 400 and min(r[7] for r in base) >= 4
+    for r in base:
+        assert r[1] <= raw[r[0]][1] <= r[2] and r[4] == raw[r[0]][3]
+
+
+@pytest.mark.parametrize("source", [
+    "main.people", "hr.people", "other.s.people", "people_v", "{dir}/people.parquet",
+    "{dir}/csv/*.csv", "read_parquet(['{dir}/people.parquet'])",
+    "read_csv(['{dir}/csv/a.csv', '{dir}/csv/b.csv'], header = true)",
+])
+def test_every_sql_relation_kind_equals_the_base_table_path(con, base, source):
+    src = source.format(dir=con.dir).replace("'", "''")
+    assert _rows(con.c, f"FROM k_anonymize('{src}', {ARGS})") == base
+
+
+def test_streaming_copy_parquet_to_parquet_in_one_statement(con, base):
+    out = con.dir / "out.parquet"
+    con.c.execute(f"COPY (FROM k_anonymize('{con.dir}/people.parquet', {ARGS})) TO '{out}'")
+    assert _rows(con.c, f"FROM '{out}'") == base
+
+
+@pytest.mark.parametrize("kind", ["pandas", "arrow", "dataset", "reader", "relation", "name",
+                                  "path", "temp", "view"])
+def test_python_api_takes_every_kind_and_matches_sql(con, base, kind):
+    con.c.execute("CREATE OR REPLACE TEMP TABLE people_tmp AS FROM people")
+    tbl = con.c.sql("FROM people").arrow()
+    tbl = tbl.read_all() if isinstance(tbl, pa.RecordBatchReader) else tbl
+    data = {"pandas": lambda: con.c.sql("FROM people").df(), "arrow": lambda: tbl,
+            "dataset": lambda: ds.dataset(tbl), "reader": lambda: tbl.to_reader(),
+            "relation": lambda: con.c.sql("FROM people"), "name": lambda: "people",
+            "path": lambda: con.dir / "people.parquet", "temp": lambda: "people_tmp",
+            "view": lambda: "people_v"}[kind]()
+    rel = kanon_duckdb.anonymize(data, k=4, qi=QI, seed=7, con=con.c)
+    assert isinstance(rel, duckdb.DuckDBPyRelation)
+    assert rel.columns == EXPECTED_COLUMNS
+    assert sorted(r[:-1] for r in rel.fetchall()) == base
+    assert sorted(r[:-1] for r in rel.fetchall()) == base  # a relation can be read again
+
+
+def test_polars_dataframe():
+    pl = pytest.importorskip("polars")
+    c = kanon_duckdb.connect()
+    try:
+        df = pl.DataFrame({"a": [i % 5 for i in range(40)], "b": [str(i % 3) for i in range(40)]})
+        out = kanon_duckdb.anonymize(df, k=4, qi=["a", "b"], con=c).pl()
+        assert out.height == 40 and out["ec_size"].min() >= 4
+    finally:
+        c.close()
+
+
+def test_source_never_modified(con):
+    before = con.c.execute("SELECT md5(string_agg(people::VARCHAR, ',' ORDER BY id)) FROM people").fetchall()
+    con.c.execute(f"FROM k_anonymize('people', {ARGS})").fetchall()
+    kanon_duckdb.anonymize("people", k=4, qi=QI, con=con.c).fetchall()
+    after = con.c.execute("SELECT md5(string_agg(people::VARCHAR, ',' ORDER BY id)) FROM people").fetchall()
+    assert before == after
+
+
+def test_temp_table_in_sql_is_a_clear_error_naming_the_route(con):
+    con.c.execute("CREATE OR REPLACE TEMP TABLE people_tmp AS FROM people")
+    with pytest.raises(duckdb.Error, match="TEMP tables.*kanon_duckdb.anonymize"):
+        con.c.execute(f"FROM k_anonymize('people_tmp', {ARGS})").fetchall()
+
+
+def test_inside_a_transaction_the_error_comes_before_the_abort(con):
+    """A table created in the open transaction is not visible to the cursor: the bind-time error
+    says so (con.sql binds before running, so the transaction stays usable and the user's
+    CREATE TABLE survives COMMIT; con.execute aborts the transaction on any error)."""
+    con.c.execute("BEGIN")
+    try:
+        con.c.execute("CREATE TABLE fresh AS SELECT i % 5 AS a FROM range(30) r(i)")
+        with pytest.raises(duckdb.Error, match="transaction that is still open"):
+            con.c.sql("FROM k_anonymize('fresh', k := 3, qi := ['a'])").fetchall()
+        con.c.execute("COMMIT")
+    except BaseException:
+        con.c.execute("ROLLBACK")
+        raise
+    assert con.c.execute("SELECT count(*) FROM fresh").fetchall() == [(30,)]
+    assert con.c.execute("SELECT count(*) FROM k_anonymize('fresh', k := 3, qi := ['a'])").fetchall() == [(30,)]
+
+
+def test_python_api_inside_a_transaction_sees_the_new_table(con):
+    con.c.execute("BEGIN")
+    try:
+        con.c.execute("CREATE TABLE fresh2 AS SELECT i % 5 AS a FROM range(30) r(i)")
+        rows = kanon_duckdb.anonymize("fresh2", k=3, qi=["a"], con=con.c).fetchall()
+        assert len(rows) == 30
+    finally:
+        con.c.execute("ROLLBACK")
+
+
+def test_reader_calls_other_than_file_readers_are_refused(con):
+    for bad in ("range(10)", "read_csv('x.csv'); DROP TABLE people; --",
+                "read_parquet((SELECT 'x'))", "query('SELECT 1')"):
+        with pytest.raises(duckdb.Error, match="does not exist"):
+            con.c.execute("FROM k_anonymize(?, k := 2, qi := ['a'])", [bad]).fetchall()
+    assert con.c.execute("SELECT count(*) FROM people").fetchall() == [(400,)]
+
+
+def test_metric_helpers_on_a_relation_and_on_a_name(con):
+    con.c.execute(f"CREATE OR REPLACE TABLE people_k4 AS FROM k_anonymize('people', {ARGS})")
+    by_name = kanon_duckdb.gcp("people_k4", con=con.c)
+    rel = kanon_duckdb.anonymize("people", k=4, qi=QI, seed=7, con=con.c)
+    assert kanon_duckdb.gcp(rel, con=con.c) == pytest.approx(by_name)
+    assert 0 < by_name < 1
+    assert kanon_duckdb.discernibility(rel, con=con.c) == con.c.execute(
+        "SELECT sum(ec_size) FROM people_k4").fetchall()[0][0]
+
+
+def test_qi_names_are_case_insensitive_in_the_python_api(con):
+    rel = kanon_duckdb.anonymize("people", k=4, qi=["AGE", "Zip", "sex"], seed=7, con=con.c)
+    assert rel.columns == EXPECTED_COLUMNS
