@@ -67,7 +67,8 @@ SELECT COLUMNS(lambda x: x = __kanon_column(tbl, col)) AS v FROM query_table(tbl
 -- class's distribution of the sensitive attribute and the whole table's (Li et al. 2007), in
 -- [0, 1]. The table's distribution p counts every row (suppressed ones too); classes exclude
 -- suppressed rows. `distance` (default: 'ordered' for a numeric column, 'hierarchical' when
--- kanon_taxonomy has a tree for it, attr '<tbl>.<column>' or else '<column>', else 'equal'):
+-- kanon_taxonomy has a tree for it, attr '<table>.<column>' or else '<column>' as k_anonymize
+-- resolves trees, else 'equal'):
 --   'equal':        EMD = 1/2 sum_v |q_v - p_v|.
 --   'ordered':      over the m distinct values v1 < ... < vm of the table (NULL first):
 --                   EMD = sum_i |sum_{j<=i} (q_j - p_j)| / (m - 1); cost O(classes * m).
@@ -81,9 +82,8 @@ SELECT COLUMNS(lambda x: x = __kanon_column(tbl, col)) AS v FROM query_table(tbl
 CREATE OR REPLACE MACRO t_closeness(tbl, qi, sensitive, distance := NULL) AS (
     WITH RECURSIVE __kt_r AS MATERIALIZED (FROM kanon_qi_rows(tbl, qi, sensitive)),
     __kt_a AS MATERIALIZED (FROM kanon_sensitive_all(tbl, sensitive)),
-    __kt_attr AS (   -- the sensitive attribute's tree: '<table>.<column>', else '<column>'
-        SELECT coalesce((SELECT any_value(attr) FROM kanon_taxonomy
-                         WHERE attr = tbl || '.' || sensitive), sensitive) AS attr
+    __kt_attr AS (   -- the sensitive attribute's tree (kanon_duckdb/taxonomy/store.py resolution)
+        SELECT __kanon_tree_attr(tbl, sensitive) AS attr
     ),
     __kt_kind AS (
         SELECT CASE

@@ -152,3 +152,22 @@ def test_taxonomies_argument_in_sql(con):
     with pytest.raises(Exception, match="'zip', which is not a quasi-identifier"):
         con.execute("FROM k_anonymize('patients', k := 2, qi := ['age', 'sex'], "
                     "taxonomies := MAP {'zip': 'sex_v2'})").fetchall()
+
+
+def test_sql_macros_resolve_trees_like_k_anonymize(con):
+    """t_closeness's hierarchical distance finds the sensitive attribute's tree through the same
+    resolution (qualified names, outputs of k_anonymize resolving through their source)."""
+    con.execute("ALTER TABLE patients ADD COLUMN diag VARCHAR")
+    con.execute("UPDATE patients SET diag = CASE WHEN age < 42 THEN 'flu' ELSE 'cold' END")
+    store.insert_edges(con, "patients.diag", [("flu", "resp"), ("cold", "resp"), ("resp", "*"),
+                                             ("*", None)])
+    con.execute("CREATE TABLE p2 AS FROM k_anonymize('patients', k := 2, qi := ['age', 'sex'])")
+    assert con.execute("SELECT __kanon_tree_attr('main.patients', 'diag'), "
+                       "__kanon_tree_attr('p2', 'diag'), __kanon_tree_attr('p2', 'sex'), "
+                       "__kanon_tree_attr('adult', 'sex'), __kanon_tree_attr('adult', 'age')"
+                       ).fetchall()[0] == ("patients.diag", "patients.diag", "patients.sex", "sex", None)
+    default, hier, equal = con.execute(
+        "SELECT t_closeness('main.patients', ['age'], 'diag'), "
+        "t_closeness('main.patients', ['age'], 'diag', distance := 'hierarchical'), "
+        "t_closeness('main.patients', ['age'], 'diag', distance := 'equal')").fetchall()[0]
+    assert default == pytest.approx(hier) and hier != pytest.approx(equal)

@@ -17,7 +17,8 @@ named tree a call picks with ``taxonomies := {'sex': 'sex_v2'}`` (taxonomy.store
     SELECT kanon_build_flat('patients', 'sex', attr := 'patients.sex');
     SELECT kanon_check_taxonomy('t', 'city');                 -- 'ok' or an error naming values
 
-Overloads and named arguments are TEMP macros over internal UDFs (Python UDFs cannot be
+``__kanon_tree_attr(tbl, col)`` gives SQL macros the tree of a column
+(taxonomy.store.column_tree_attr: the one resolution order). Overloads and named arguments are TEMP macros over internal UDFs (Python UDFs cannot be
 overloaded), in ``sql/taxonomy.sql``.
 
 Builders are all-or-nothing per statement: the macros pass the statement's identity
@@ -141,6 +142,14 @@ def declare(ctx: UdfContext) -> list[UDF]:
         _need(tbl=tbl, col=col)
         return build(stmt, store.build_flat_taxonomy, tbl, col, attr=attr)
 
+    def tree_attr(tbl, col):
+        _need(tbl=tbl, col=col)
+        cur = con.cursor()
+        try:
+            return store.column_tree_attr(cur, tbl, col)
+        finally:
+            cur.close()
+
     def check(tbl, col, attr):
         _need(tbl=tbl, col=col)
         run(store.check_column, tbl, col, attr=attr)
@@ -156,4 +165,6 @@ def declare(ctx: UdfContext) -> list[UDF]:
         ("__kanon_check_taxonomy", check, [_V, _V, _V], _V),
     ]
     return [UDF(name, fn, tuple(params), ret, arrow=False, side_effects=True)
-            for name, fn, params, ret in specs]
+            for name, fn, params, ret in specs] + [
+        # deterministic: folded at bind time inside the macros that need a column's tree
+        UDF("__kanon_tree_attr", tree_attr, (_V, _V), _V, arrow=False)]

@@ -216,6 +216,34 @@ def run_tree_attrs(con, run_id) -> dict | None:
     return recorded_tree_attrs(con, *rows[0]) if rows else None
 
 
+def column_tree_attr(con, table: str, column: str) -> str | None:
+    """The tree attr of column ``column`` of relation ``table`` as the SQL macros see it (the
+    ``__kanon_tree_attr`` UDF): for a QI of a k_anonymize output, the tree its run recorded;
+    otherwise resolve_tree_attr for the table (for an output's other columns, for the run's
+    source). None: no tree."""
+    source = table
+    try:
+        _, quoted = resolve_table(con, table, include_views=True)
+        cols = [c for c, _ in table_columns(con, quoted)]
+        run = (con.execute(f"SELECT max(kanon_run) FROM {quoted}").fetchall()[0][0]
+               if "kanon_run" in cols else None)
+    except duckdb.Error:
+        run = None
+    except InvalidParameterError:
+        run = None
+    if run is not None:
+        rows = []
+        with contextlib.suppress(duckdb.Error):
+            rows = con.execute("SELECT qi, qi_trees, source FROM kanon_runs WHERE run_id = ?",
+                               [run]).fetchall()
+        if rows:
+            qi, qi_trees, source = rows[0]
+            lower = {q.lower(): q for q in (qi or [])}
+            if column.lower() in lower:
+                return recorded_tree_attrs(con, qi, qi_trees, source).get(lower[column.lower()])
+    return resolve_tree_attr(con, column, source)
+
+
 def read_tree_of(con, column: str, table=None, taxonomies=None, attrs=None):
     """(attr, TaxonomyIndex) of the tree QI ``column`` of ``table`` uses, or (None, None)."""
     attr = resolve_tree_attr(con, column, table, taxonomies, attrs)
