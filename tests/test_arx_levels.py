@@ -5,6 +5,7 @@ repeats on two levels (``95;[80,99];[80,99];*``), and ARX's Relationship.csv pat
 is also its own level-1 group ("Other relative")."""
 import json
 import random
+from pathlib import Path
 
 import pytest
 
@@ -21,13 +22,8 @@ AGE = """25;[20,39];[20,59];*
 95;[80,99];[80,99];*
 """
 
-RELATIONSHIP = """Husband;Spouse;*
-Wife;Spouse;*
-Own-child;Other relative;*
-Other relative;Other relative;*
-Not-in-family;Not related;*
-Unmarried;Not related;*
-"""
+RELATIONSHIP_CSV = Path(__file__).resolve().parent / "fixtures" / "arx" / "relationship.csv"
+RELATIONSHIP = RELATIONSHIP_CSV.read_text()
 
 
 def _path(tree, label):
@@ -76,13 +72,12 @@ def test_real_label_clash_still_named():
 def con(tmp_path):
     c = kanon_duckdb.connect()
     (tmp_path / "age.csv").write_text(AGE)
-    (tmp_path / "rel.csv").write_text(RELATIONSHIP)
     rows = [(a, r) for a in (25, 35, 45, 55, 85, 95) for r in
             ("Husband", "Wife", "Own-child", "Other relative", "Not-in-family", "Unmarried")]
     c.execute("CREATE TABLE people (age VARCHAR, rel VARCHAR)")
     c.executemany("INSERT INTO people VALUES (?, ?)", [[str(a), r] for a, r in rows])
     c.execute("SELECT kanon_load_arx('age', ?)", [str(tmp_path / "age.csv")])  # the SQL loader
-    store.load_arx_taxonomy(c, "rel", str(tmp_path / "rel.csv"))
+    store.load_arx_taxonomy(c, "rel", str(RELATIONSHIP_CSV))
     yield c
     c.close()
 

@@ -1,5 +1,6 @@
 """Every file in examples/ runs (SQL scripts through the shell, Python scripts as __main__) and
 what the new ones show holds. The Adult-based examples are slow (they anonymize all of Adult)."""
+import io
 import runpy
 import sys
 from pathlib import Path
@@ -18,32 +19,17 @@ PY = {"embed_anonymize_csv.py": [], "compare_algorithms_adult.py":
 SLOW_PY = ("compare_algorithms_adult.py",)
 
 
-class _Out:
-    def __init__(self):
-        self.parts = []
-
-    def write(self, s):
-        self.parts.append(s)
-
-    def flush(self):
-        pass
-
-    @property
-    def text(self):
-        return "".join(self.parts)
-
-
 def test_every_example_is_run_here():
     files = {p.name for p in EXAMPLES.iterdir() if p.suffix in (".sql", ".py")}
     assert files == set(FAST_SQL) | set(ADULT_SQL) | set(PY)
 
 
 def _run_sql(con, name):
-    out, err = _Out(), _Out()
+    out, err = io.StringIO(), io.StringIO()
     sh = Shell(con, out=out, err=err, bail=True)
     sh.run_script((EXAMPLES / name).read_text())
-    assert sh.failed == 0, err.text
-    return out.text
+    assert sh.failed == 0, err.getvalue()
+    return out.getvalue()
 
 
 @pytest.fixture

@@ -2,27 +2,22 @@
 a local-recoding run (issue 12 §2). Exact expected rows on small hand-checked tables."""
 import duckdb
 import pytest
+from pathlib import Path
 
 import kanon_duckdb
 from kanon_duckdb.taxonomy import store
 
-RELATIONSHIP = """Husband;Spouse;*
-Wife;Spouse;*
-Own-child;Other relative;*
-Other relative;Other relative;*
-Not-in-family;Not related;*
-Unmarried;Not related;*
-"""
+RELATIONSHIP_CSV = Path(__file__).resolve().parent / "fixtures" / "arx" / "relationship.csv"
+RELATIONSHIP = RELATIONSHIP_CSV.read_text()
 
 
 @pytest.fixture
-def con(tmp_path):
+def con():
     c = kanon_duckdb.connect()
-    (tmp_path / "rel.csv").write_text(RELATIONSHIP)
     c.execute("CREATE TABLE t AS SELECT * FROM (VALUES (20, 'Husband'), (21, 'Wife'), "
               "(40, 'Own-child'), (41, 'Other relative'), (60, 'Not-in-family'), "
               "(61, 'Unmarried')) v(age, rel)")
-    store.load_arx_taxonomy(c, "rel", str(tmp_path / "rel.csv"))
+    store.load_arx_taxonomy(c, "rel", str(RELATIONSHIP_CSV))
     c.execute("SELECT kanon_build_intervals('t', 'age', [20])")
     yield c
     c.close()
