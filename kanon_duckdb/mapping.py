@@ -82,8 +82,9 @@ def _classes(cur, qualified, num, cat) -> list:
 
 
 def _source_values(cur, source, column, run_id):
+    from .relation import resolve_source  # tables, views, files and reader calls alike
     try:
-        _, src = resolve_table(cur, source, include_views=True)
+        src = resolve_source(cur, source).sql
     except (UnknownObjectError, TypeError) as exc:
         raise UnknownObjectError(
             f"kanon_mapping lists the raw values of run {run_id}'s source '{source}', which is not "

@@ -171,3 +171,19 @@ def test_sql_macros_resolve_trees_like_k_anonymize(con):
         "t_closeness('main.patients', ['age'], 'diag', distance := 'hierarchical'), "
         "t_closeness('main.patients', ['age'], 'diag', distance := 'equal')").fetchall()[0]
     assert default == pytest.approx(hier) and hier != pytest.approx(equal)
+
+
+def test_relation_names_of_files_and_reader_calls():
+    assert store.relation_name("s3://bucket/dir/patients.parquet") == "patients"
+    assert store.relation_name("data/*.csv") is None  # a glob names no table
+    assert store.relation_name("read_csv('data/patients.csv', delim = ';')") == "patients"
+    assert store.relation_name('"My Db".main."Pat.ients"') == "Pat.ients"
+
+
+def test_file_source_uses_its_table_tree(con, tmp_path):
+    path = tmp_path / "patients.parquet"
+    con.execute(f"COPY patients TO '{path}'")
+    got = {r[0] for r in con.execute(
+        f"SELECT DISTINCT sex FROM k_anonymize('{path}', k := 2, qi := ['age', 'sex'])").fetchall()}
+    assert got == {"FM", "*"}
+    assert con.execute("SELECT qi_trees FROM kanon_runs").fetchall()[0][0] == [None, "patients.sex"]

@@ -118,12 +118,21 @@ def read_index(con, attr: str) -> TaxonomyIndex | None:
 def relation_name(table) -> str | None:
     """The name a relation's per-table trees are keyed by: the last identifier of
     'db.schema.t' (quotes removed), or the file name without directory and extensions for a
-    path ('data/people.parquet' -> 'people'); None for no name."""
+    path ('data/people.parquet' -> 'people') or a reader call (its first string argument);
+    None for no name."""
     if not isinstance(table, str) or not table.strip():
         return None
     text = table.strip()
+    if "(" in text:  # a reader call such as read_csv('dir/people.csv', delim = ';')
+        import re
+        m = re.search(r"'((?:[^']|'')*)'", text)
+        if m is None:
+            return None
+        text = m.group(1).replace("''", "'")
     if "/" in text or "\\" in text or "*" in text or text.lower().endswith(_FILE_ENDINGS):
         base = os.path.basename(text.rstrip("/\\"))
+        if any(ch in base for ch in "*?["):
+            return None  # a glob names no single table
         return base.split(".")[0] or None
     return split_qualified(text)[-1] or None
 
