@@ -36,7 +36,8 @@ def test_kmember_matches_naive_pseudocode_without_ties(seed, n, dn, k, buffer):
     data = naive.random_continuous_qidata(np.random.default_rng(seed), n, dn)
     k = min(k, n)
     assert naive.same_partition(kmember.kmember_labels(data, k, seed, buffer=buffer),
-                                naive.naive_kmember(data, k, seed))
+                                naive.naive_kmember(data, k, seed, kmember.DEFAULT_SEED_CHOICE,
+                                                    kmember.DEFAULT_COST))
 
 
 @SETTINGS
@@ -100,7 +101,8 @@ def test_kmember_lazy_buffer_rescans_match_naive():
     info = {}
     ec = kmember.kmember_labels(data, 60, 3, info=info, buffer=5)
     assert info["scans"] > info["n_clusters"]  # some refills happened
-    assert naive.same_partition(ec, naive.naive_kmember(data, 60, 3))
+    assert naive.same_partition(ec, naive.naive_kmember(data, 60, 3, kmember.DEFAULT_SEED_CHOICE,
+                                                        kmember.DEFAULT_COST))
 
 
 def test_kmember_single_class_when_n_below_2k():
