@@ -222,7 +222,7 @@ def test_killed_at_many_random_points(tmp_path):
 
 def test_a_run_failing_after_it_was_recorded_leaves_no_run_row(tmp_path, monkeypatch, capsys):
     """Deterministic version of a kill between recording the run and committing its output."""
-    import kanon_duckdb.udfs.anonymize as udf
+    from kanon_duckdb import assignment
     db = tmp_path / "w.duckdb"
     con = duckdb.connect(str(db))
     con.execute("CREATE TABLE src AS SELECT i AS id, (i * 7) % 80 AS age FROM range(100) r(i)")
@@ -231,7 +231,7 @@ def test_a_run_failing_after_it_was_recorded_leaves_no_run_row(tmp_path, monkeyp
     def boom(self, token, rid):
         raise RuntimeError("killed while writing the output")
 
-    monkeypatch.setattr(udf.Assignments, "classes_of", boom)
+    monkeypatch.setattr(type(assignment.STORE), "classes_of", boom)
     for target in (["--out", "t"], ["--db", str(tmp_path / "s.duckdb"), "--out", str(tmp_path / "o.parquet")]):
         assert cli.main(["anonymize", str(db), "--table", "src", "--k", "3", "--qi", "age",
                          *target]) == 1
