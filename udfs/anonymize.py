@@ -96,7 +96,11 @@ def checked_spec(cur, tbl, spec: dict) -> tuple:
     k = check_k(spec.get("k"))
     algo = get_algorithm(spec.get("algo") if spec.get("algo") is not None else "mondrian")
     params = merge_params(as_param_dict(spec.get("named")), as_param_dict(spec.get("params")))
-    coerce_params(algo, params)
+    from kanon_duckdb.privacy.hooks import split_params
+    from kanon_duckdb.privacy.spec import parse_models
+    algo_params, privacy_params, _local = split_params(algo, params)
+    coerce_params(algo, algo_params)
+    parse_models(privacy_params, k, algo.name)
     plan = plan_qis(cur, tbl, spec.get("qi"), spec.get("numeric"), spec.get("categorical"))
     args = {"tbl": tbl, "k": k, "algo": algo.name, "qi": plan.qi, "seed": spec.get("seed"),
             "numeric": spec.get("numeric"), "categorical": spec.get("categorical"),
