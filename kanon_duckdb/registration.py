@@ -25,7 +25,7 @@ from .progress import ProgressFn, no_progress
 from .udf_spec import UDF, UdfContext, create
 
 # The UDF modules, in registration order; each must exist and define declare(ctx) -> list[UDF].
-UDF_MODULES = ("anonymize", "taxonomy", "query_error", "metrics", "ml_utility", "mapping")
+UDF_MODULES = ("anonymize", "taxonomy", "query_error", "metrics", "ml_utility", "mapping", "compare")
 
 
 def sql_dir():

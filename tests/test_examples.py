@@ -12,9 +12,10 @@ import kanon_duckdb
 from kanon_duckdb.shell import Shell
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-FAST_SQL = ("two_tables_same_column.sql", "attached_database.sql", "custom_taxonomy.sql")
+FAST_SQL = ("two_tables_same_column.sql", "attached_database.sql", "custom_taxonomy.sql",
+            "parquet_to_parquet.sql")
 ADULT_SQL = ("adult_tour.sql", "query_error_adult.sql")
-PY = {"embed_anonymize_csv.py": [], "compare_algorithms_adult.py":
+PY = {"embed_anonymize_csv.py": [], "pandas_app.py": [], "compare_algorithms_adult.py":
       ["--k", "5", "--algos", "mondrian", "--sample", "1000"]}
 SLOW_PY = ("compare_algorithms_adult.py",)
 
@@ -88,3 +89,13 @@ def test_python_example_runs(name, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", [name] + PY[name])
     runpy.run_path(str(EXAMPLES / name), run_name="__main__")
     assert capsys.readouterr().out.strip()
+
+
+def test_parquet_to_parquet_writes_a_k_anonymous_file(con, tmp_path):
+    _run_sql(con, "parquet_to_parquet.sql")
+    out = tmp_path / "people_k5.parquet"
+    rows, min_class, cols = con.execute(
+        f"SELECT count(*), min(ec_size), list(DISTINCT 1) FROM '{out}'").fetchall()[0]
+    assert rows == 10000 and min_class >= 5
+    names = [d[0] for d in con.execute(f"FROM '{out}' LIMIT 0").description]
+    assert names[:4] == ["person_id", "age_min", "age_max", "zip"]

@@ -168,3 +168,21 @@ def test_metric_helpers_on_a_relation_and_on_a_name(con):
 def test_qi_names_are_case_insensitive_in_the_python_api(con):
     rel = kanon_duckdb.anonymize("people", k=4, qi=["AGE", "Zip", "sex"], seed=7, con=con.c)
     assert rel.columns == EXPECTED_COLUMNS
+
+
+def test_metrics_read_files_and_names_from_a_column(con):
+    con.c.execute(f"CREATE OR REPLACE TABLE people_k4 AS FROM k_anonymize('people', {ARGS})")
+    con.c.execute("CREATE OR REPLACE TABLE people_k8 AS FROM k_anonymize('people', k := 8, "
+                  "qi := ['age', 'zip', 'sex'], seed := 7)")
+    out = con.dir / "people_k4.parquet"
+    con.c.execute(f"COPY people_k4 TO '{out}'")
+    g4, d4 = con.c.execute("SELECT gcp('people_k4'), discernibility('people_k4')").fetchall()[0]
+    assert con.c.execute(f"SELECT gcp('{out}'), discernibility('{out}')").fetchall() == [(g4, d4)]
+    assert con.c.execute(f"SELECT k_anonymity('{out}', ['age', 'zip', 'sex'])").fetchall()[0][0] >= 4
+    rows = con.c.execute("SELECT t, kanon_metrics(t).gcp, kanon_metrics(t).discernibility "
+                         "FROM (VALUES ('people_k4'), ('people_k8')) v(t) ORDER BY t").fetchall()
+    g8 = con.c.execute("SELECT gcp('people_k8')").fetchall()[0][0]
+    assert rows == [("people_k4", g4, d4), ("people_k8", g8, rows[1][2])]
+    assert g8 >= g4
+    cmp = con.c.execute("SELECT \"table\", gcp FROM kanon_compare(['people_k4', 'people_k8'])").fetchall()
+    assert sorted(cmp) == [("people_k4", g4), ("people_k8", g8)]

@@ -32,7 +32,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from kanon_duckdb.errors import InvalidParameterError, UnknownObjectError
-from kanon_duckdb.sqlutil import quote_ident, resolve_table, table_columns
+from kanon_duckdb.sqlutil import quote_ident
 from kanon_duckdb.taxonomy.store import recorded_tree_attrs
 
 from kanon_duckdb.udf_spec import UDF, UdfContext, first_value
@@ -44,8 +44,10 @@ _ANON_COLS = ("ec", "kanon_run", "suppressed")
 
 
 def _columns(cur, tbl):
-    _, qualified = resolve_table(cur, tbl, include_views=True)
-    return qualified, [c for c, _ in table_columns(cur, qualified)]
+    """(FROM-clause SQL, column names) of a table, view or file (kanon_duckdb.relation)."""
+    from kanon_duckdb.relation import resolve_source
+    source = resolve_source(cur, tbl)
+    return source.sql, [c for c, _ in source.columns]
 
 
 def anonymized_meta(cur, tbl: str) -> dict:
