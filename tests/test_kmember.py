@@ -155,7 +155,7 @@ def test_kmember_table_iii_from_sql():
         assert con.sql("SELECT count(*), min(ec_size), max(ec_size) FROM o").fetchall() == [(60, 4, 4)]
         assert con.sql("SELECT k_anonymity('o', ['age_min', 'age_max', 'g'])").fetchall()[0][0] >= 4
         params = json.loads(con.sql("SELECT params FROM kanon_runs").fetchall()[0][0])
-        assert params == {"seed_choice": "random", "cost": "height"}
+        assert (params["seed_choice"], params["cost"]) == ("random", "height")
         with pytest.raises(Exception, match="'seed_choice' of algo 'kmember' must be one of 'furthest', 'random'"):
             con.sql("FROM k_anonymize('t', k := 4, algo := 'kmember', qi := ['age', 'g'], "
                     "seed_choice := 'nearest')").fetchall()
