@@ -24,7 +24,7 @@ from .generalize import Generalized, generalize, per_qi_loss
 from .params import coerce_params
 from .privacy import hooks as privacy_hooks
 from .privacy.spec import parse_models
-from .runs import record_run
+from .runs import RunRecord, record_run
 from .taxonomy.store import check_taxonomies_param
 from .warmup import compile_notice
 
@@ -100,15 +100,16 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
         loss = per_qi_loss(data, g)
         order = {c: i for i, c in enumerate(plan.numeric + plan.categorical)}
         n_sup = int(part.suppressed.sum()) if part.suppressed is not None else 0
-        run_id = record_run(con, source=plan.table, k=k, algo=algorithm.name, qi=plan.qi,
-                            numeric_qi=plan.numeric, categorical_qi=plan.categorical,
-                            params={**params, **local,
-                                    **privacy_hooks.recorded(privacy_given, spec)},
-                            seed=seed, n_rows=data.n, n_classes=g.n_classes,
-                            n_suppressed=n_sup, elapsed_s=elapsed,
-                            qi_loss=[loss[order[c]] for c in plan.qi],
-                            weights=part.info.get("weights"), details=part.info,
-                            qi_trees=data.tree_attrs)
+        ranges = [data.value_range(j) for j in range(data.dn)]
+        run_id = record_run(con, RunRecord(
+            source=plan.table, k=k, algo=algorithm.name, qi=plan.qi, numeric_qi=plan.numeric,
+            categorical_qi=plan.categorical,
+            params={**params, **local, **privacy_hooks.recorded(privacy_given, spec)},
+            seed=seed,
+            n_rows=data.n, n_classes=g.n_classes, n_suppressed=n_sup, elapsed_s=elapsed,
+            qi_loss=[loss[order[c]] for c in plan.qi], weights=part.info.get("weights"),
+            details=part.info, num_lo=[r[0] for r in ranges], num_hi=[r[1] for r in ranges],
+            qi_trees=[(data.tree_attrs or {}).get(c) for c in plan.qi]))
     return AnonymizationResult(run_id, plan, data, row_key, g, part, elapsed, params)
 
 

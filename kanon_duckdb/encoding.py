@@ -25,6 +25,9 @@ import pyarrow.compute as pc
 
 from ._numba_config import njit
 from .algorithms.base import QIData
+from .codec import PLAIN, NumericCodec, choose_int
+from .ncp import NULL_OFFSET, sentinel_ok
+from .published import check_output_names
 from .errors import DataError, InvalidParameterError, TaxonomyError, UnknownObjectError
 from .relation import Source, resolve_source
 from .sqlutil import quote_ident
@@ -97,7 +100,7 @@ def plan_qis(con, table, qi, numeric=None, categorical=None) -> QIPlan:
             num.append(c)
             if base in _INT_TYPES:
                 integer.append(c)
-    _check_output_names([c for c, _ in cols], num)
+    check_output_names([c for c, _ in cols], num)
     return QIPlan(table, table_sql, qi, num, integer, cat, types, [c for c, _ in cols])
 
 
@@ -129,23 +132,6 @@ def resolve_column(plan: QIPlan, c, *, what, required=True):
         return None
 
 
-ADDED_COLUMNS = ("ec", "ec_size", "suppressed", "kanon_run")
-
-
-def _check_output_names(columns, numeric):
-    """The output adds ``ADDED_COLUMNS`` and c_min/c_max per numeric QI: a table column of such a
-    name (or of the reserved ``__kanon_`` prefix) would be shadowed, so it is refused. Names
-    compare case-insensitively, as DuckDB compares identifiers (``EC`` clashes with ``ec``)."""
-    taken = {c.lower() for c in ADDED_COLUMNS} | {f"{c}_{end}".lower() for c in numeric
-                                                   for end in ("min", "max")}
-    clash = [c for c in columns if c.lower() in taken or c.lower().startswith("__kanon_")]
-    if clash:
-        raise InvalidParameterError(
-            f"column(s) {', '.join(repr(c) for c in clash)} clash with the columns k_anonymize "
-            f"adds ({', '.join(ADDED_COLUMNS)}, <numeric QI>_min/_max); rename them in a copy "
-            f"of the table first")
-
-
 def row_key_sql(plan: QIPlan) -> str:
     """SQL of a row's join key: the 64-bit hash of its raw QI values. Rows with equal QI tuples
     are interchangeable for the guarantee and for truthfulness, so the second read of the
@@ -162,8 +148,10 @@ def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False,
     Returns (row keys uint64 (n,), QIData). Cost: one scan of the QI columns plus O(n·d) numpy work.
     """
     sel = [row_key_sql(plan)]
+    _check_int_range(con, plan)
     for c in plan.numeric:
-        sel.append(f"TRY_CAST({quote_ident(c)} AS DOUBLE)")
+        # integers travel exactly as BIGINT (codec.py); everything else as DOUBLE
+        sel.append(f"TRY_CAST({quote_ident(c)} AS {'BIGINT' if c in plan.integer else 'DOUBLE'})")
         if plan.types[c].split("(")[0].upper() in ("VARCHAR", "TEXT", "STRING"):
             _check_numeric_text(con, plan, c)
     for c in plan.categorical:
@@ -180,11 +168,17 @@ def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False,
     num_null = np.zeros((n, dn), dtype=bool)
     lo = np.zeros(dn)
     hi = np.zeros(dn)
-    for j in range(dn):
+    codecs = []
+    for j, c in enumerate(plan.numeric):
         col = tbl.column(1 + j).combine_chunks()
-        vals = col.to_numpy(zero_copy_only=False)
         valid = np.asarray(col.is_valid()) if col.null_count else np.ones(0, dtype=bool)
-        lo[j], hi[j] = _fill_numeric(vals, valid, num, num_null, j)
+        if c in plan.integer:
+            codec, lo[j], hi[j] = _encode_int_column(pc.fill_null(col, 0).to_numpy(), valid,
+                                                     num, num_null, j)
+        else:
+            codec, lo[j], hi[j] = _encode_float_column(col.to_numpy(zero_copy_only=False), valid,
+                                                       num, num_null, j)
+        codecs.append(codec)
     # dictionary encoding is the costly part; pyarrow releases the GIL, so columns run in parallel
     cat_cols = [tbl.column(1 + dn + j) for j in range(dc)]
     with ThreadPoolExecutor(max_workers=max(1, min(dc, os.cpu_count() or 1))) as pool:
@@ -215,17 +209,77 @@ def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False,
     extra = {c: tbl.column(1 + dn + dc + i).combine_chunks() for i, c in enumerate(extra_columns)}
     is_int = np.array([c in plan.integer for c in plan.numeric], dtype=bool)
     data = QIData(n, np.ascontiguousarray(num), num_null, lo, hi, is_int, np.ascontiguousarray(cat),
-                  trees, list(plan.numeric), list(plan.categorical), extra, tree_attrs=tree_attrs)
+                  trees, list(plan.numeric), list(plan.categorical), extra, tree_attrs=tree_attrs,
+                  num_codec=codecs)
     if need_num_trees:
         data = attach_numeric_trees(con, plan, data, taxonomies)
     return rowid, data
 
 
+_WIDE_INT = {"UBIGINT", "HUGEINT", "UHUGEINT"}
+
+
+def _check_int_range(con, plan):
+    """Integers are published as BIGINT c_min/c_max: a wider integer column must hold only values
+    in the BIGINT range, else the call is refused (naming the column and the fix). One aggregate
+    over the wide columns only."""
+    wide = [c for c in plan.integer if plan.types[c].split("(")[0].upper() in _WIDE_INT]
+    if not wide:
+        return
+    parts = ", ".join(
+        f"count(*) FILTER (WHERE {quote_ident(c)} > 9223372036854775807 "
+        f"OR {quote_ident(c)} < -9223372036854775808)" for c in wide)
+    counts = con.execute(f"SELECT {parts} FROM {plan.table_sql}").fetchall()[0]
+    for c, bad in zip(wide, counts):
+        if bad:
+            raise DataError(
+                f"numeric QI '{c}' ({plan.types[c]}) holds {bad} value(s) outside the BIGINT range "
+                f"(-2^63 .. 2^63-1), in which k_anonymize publishes integer bounds exactly; "
+                f"anonymize a copy with '{c}' shifted into that range (e.g. minus its minimum), or "
+                f"cast to DOUBLE (rounded), or make it categorical := ['{c}'] with a tree")
+
+
+@njit
+def _int_extremes(vals, valid):
+    """(lo, hi, found) of the valid int64 values, exact."""
+    n = vals.shape[0]
+    has_mask = valid.shape[0] == n
+    lo = np.int64(0)
+    hi = np.int64(0)
+    found = False
+    for i in range(n):
+        if has_mask and not valid[i]:
+            continue
+        v = vals[i]
+        if not found:
+            lo = v
+            hi = v
+            found = True
+        elif v < lo:
+            lo = v
+        elif v > hi:
+            hi = v
+    return lo, hi, found
+
+
+@njit
+def _fill_int(vals, valid, base, sentinel, out, out_null, j):
+    """out[:, j] = float(v - base); NULL -> sentinel with out_null set."""
+    n = vals.shape[0]
+    has_mask = valid.shape[0] == n
+    for i in range(n):
+        if has_mask and not valid[i]:
+            out[i, j] = sentinel
+            out_null[i, j] = True
+        else:
+            out[i, j] = float(vals[i] - base)
+
+
 @njit
 def _fill_numeric(vals, valid, out, out_null, j):
-    """Copy one numeric column into out[:, j] in one pass: NULL (``valid`` False, when given)
-    and NaN become (min - 1) with out_null set, per the NULL policy. Returns (min, max) of the
-    other values, (0, 0) when there are none."""
+    """Copy one float column into out[:, j] in one pass: NULL (``valid`` False, when given)
+    and NaN become the NULL sentinel (min - 1) with out_null set, per the NULL policy. Returns
+    (min, max) of the other values, (0, 0) when there are none."""
     n = vals.shape[0]
     lo = np.inf
     hi = -np.inf
@@ -241,14 +295,62 @@ def _fill_numeric(vals, valid, out, out_null, j):
     if lo > hi:
         lo = 0.0
         hi = 0.0
+    sentinel = lo - NULL_OFFSET
     for i in range(n):
         v = float(vals[i])
         if (has_mask and not valid[i]) or v != v:
-            out[i, j] = lo - 1.0
+            out[i, j] = sentinel
             out_null[i, j] = True
         else:
             out[i, j] = v
     return lo, hi
+
+
+def _rank_fill(vals, ok, out, out_null, j):
+    """Rank representation: out[:, j] = rank of the value among the distinct valid values, NULL
+    -> -1. Returns the sorted distinct values. O(n log n), only for columns that need it."""
+    values, inv = np.unique(vals[ok], return_inverse=True)
+    col = np.full(vals.shape[0], -NULL_OFFSET)
+    col[ok] = inv.reshape(-1)
+    out[:, j] = col
+    out_null[:, j] = ~ok
+    return values
+
+
+def _encode_int_column(vals, valid, out, out_null, j):
+    """Fill out[:, j] with the coordinates of an int64 column; returns (codec (None = plain),
+    lowest coordinate, highest coordinate) of the non-NULL values ((0, 0) when none)."""
+    vals = np.ascontiguousarray(vals, dtype=np.int64)
+    lo, hi, found = _int_extremes(vals, valid)
+    lo, hi = (int(lo), int(hi)) if found else (0, 0)
+    kind = choose_int(lo, hi)
+    if kind == "plain":
+        _fill_int(vals, valid, np.int64(0), float(lo) - NULL_OFFSET, out, out_null, j)
+        return PLAIN, float(lo), float(hi)
+    if kind == "offset":
+        _fill_int(vals, valid, np.int64(lo), -NULL_OFFSET, out, out_null, j)
+        return NumericCodec("offset", float(lo), float(hi), base=lo), 0.0, float(hi - lo)
+    ok = valid if valid.shape[0] == vals.shape[0] else np.ones(vals.shape[0], dtype=bool)
+    values = _rank_fill(vals, ok, out, out_null, j)
+    return (NumericCodec("rank", float(lo), float(hi), values=values), 0.0,
+            float(max(values.size - 1, 0)))
+
+
+def _encode_float_column(vals, valid, out, out_null, j):
+    """Fill out[:, j] with the coordinates of a float column (NaN = NULL); returns (codec,
+    lowest coordinate, highest coordinate) as ``_encode_int_column``."""
+    vals = np.ascontiguousarray(vals, dtype=np.float64)
+    lo, hi = _fill_numeric(vals, valid, out, out_null, j)
+    if sentinel_ok(lo, hi):
+        return PLAIN, lo, hi
+    ok = ~np.isnan(vals)
+    if valid.shape[0] == vals.shape[0]:
+        ok &= valid
+    values = _rank_fill(vals, ok, out, out_null, j)
+    finite = values[np.isfinite(values)]
+    flo, fhi = (float(finite[0]), float(finite[-1])) if finite.size else (0.0, 0.0)
+    return (NumericCodec("rank", flo, fhi, values=values), 0.0,
+            float(max(values.size - 1, 0)))
 
 
 @njit
@@ -296,13 +398,18 @@ def attach_numeric_trees(con, plan: QIPlan, data: QIData, taxonomies=None) -> QI
             continue
         tree_attrs[c] = attr
         q = quote_ident(c)
+        codec = data.codec(j)
+        exact = codec is not None and c in plan.integer  # compare integers exactly
+        v_sql = q if exact else f"TRY_CAST({q} AS DOUBLE)"
         rows = con.execute(
-            f"SELECT TRY_CAST({q} AS DOUBLE) AS v, CAST({q} AS VARCHAR) AS lab, count(*) "
+            f"SELECT {v_sql} AS v, CAST({q} AS VARCHAR) AS lab, count(*) "
             f"FROM {plan.table_sql} WHERE {q} IS NOT NULL GROUP BY ALL ORDER BY v").fetchall()
         validate_coverage(tree, [(lab, cnt) for _v, lab, cnt in rows])
         if data.num_null[:, j].any():
             tree = tree.with_null_leaf()
-        vals = np.array([r[0] for r in rows], dtype=np.float64)
+        # the values as kernel coordinates (codec.py), so they match data.num
+        vals = (np.array([r[0] for r in rows], dtype=np.float64) if codec is None
+                else codec.encode([r[0] for r in rows]))
         ords = np.array([tree.leaf_of_label[r[1]] for r in rows], dtype=np.int32)
         col = data.num[:, j]
         pos = np.searchsorted(vals, col).clip(0, max(len(vals) - 1, 0))

@@ -1,8 +1,8 @@
 """From a partition to published values: per-class ranges, LCA nodes and labels.
 
-Shared by every algorithm. ``class_stats`` is one O(n·d) pass: numeric min/max (NaN when the
-class holds a NULL, per the NULL policy), and for categorical QIs the smallest and largest leaf
-ordinal, whose LCA is the LCA of the whole class (leaves are in depth-first order).
+Shared by every algorithm. ``class_stats.class_stats`` is one O(n·d) pass: numeric min/max (NaN
+here when the class holds a NULL, per the NULL policy), and for categorical QIs the smallest and
+largest leaf ordinal, whose LCA is the LCA of the whole class (leaves are in depth-first order).
 """
 from __future__ import annotations
 
@@ -11,39 +11,17 @@ from dataclasses import dataclass
 import numpy as np
 from ._numba_config import njit
 from .algorithms.base import Partition, QIData
+from .class_stats import class_stats
+from .ncp import SUPPRESSED_NCP, node_ncp
 from .taxonomy._lca import lca_nodes
 
 
 @njit
 def _class_stats(ec, n_classes, num, num_null, cat, leaf_node, leaf_off, parent, leaf_hi, node_off):
-    n, dn = num.shape
-    dc = cat.shape[1]
-    size = np.zeros(n_classes, dtype=np.int64)
-    lo = np.full((n_classes, dn), np.inf)
-    hi = np.full((n_classes, dn), -np.inf)
-    anynull = np.zeros((n_classes, dn), dtype=np.bool_)
-    cmin = np.full((n_classes, dc), np.iinfo(np.int32).max, dtype=np.int32)
-    cmax = np.full((n_classes, dc), -1, dtype=np.int32)
-    for i in range(n):
-        c = ec[i]
-        size[c] += 1
-        for j in range(dn):
-            v = num[i, j]
-            if num_null[i, j]:
-                anynull[c, j] = True
-            else:
-                if v < lo[c, j]:
-                    lo[c, j] = v
-                if v > hi[c, j]:
-                    hi[c, j] = v
-        for j in range(dc):
-            v = cat[i, j]
-            if v < cmin[c, j]:
-                cmin[c, j] = v
-            if v > cmax[c, j]:
-                cmax[c, j] = v
+    """class_stats, with NaN ranges for classes holding a NULL and the LCA node per class."""
+    size, lo, hi, anynull, cmin, cmax = class_stats(ec, n_classes, num, num_null, cat)
     for c in range(n_classes):
-        for j in range(dn):
+        for j in range(num.shape[1]):
             if anynull[c, j]:
                 lo[c, j] = np.nan
                 hi[c, j] = np.nan
@@ -97,19 +75,21 @@ def generalize(data: QIData, part: Partition) -> Generalized:
 
 
 def per_qi_loss(data: QIData, g: Generalized) -> np.ndarray:
-    """Mean NCP of each QI over rows (numeric first, then categorical), in [0, 1].
-
-    NULL ranges count as fully generalized (NCP 1).
-    """
+    """Mean NCP (kanon_duckdb.ncp) of each QI over rows (numeric first, then categorical), in
+    [0, 1]: a NULL range counts 1, a suppressed row counts 1 on every QI."""
     w = g.size.astype(np.float64) / data.n
+    sup = None
+    if g.suppressed is not None and g.suppressed.any():
+        sup = np.bincount(g.ec, weights=g.suppressed.astype(np.float64), minlength=g.n_classes) > 0
     out = []
-    rng = data.num_range
     for j in range(data.dn):
-        span = np.where(np.isnan(g.lo[:, j]), rng[j], g.hi[:, j] - g.lo[:, j])
-        ncp = np.where(data.num_hi[j] > data.num_lo[j], span / rng[j], 0.0)
-        out.append(float(np.dot(w, ncp)))
+        out.append(_weighted(w, data.numeric_ncp(j, g.lo[:, j], g.hi[:, j]), sup))
     for j, t in enumerate(data.trees):
-        nl = t.n_leaves[g.nodes[:, j]].astype(np.float64)
-        ncp = np.where(nl <= 1, 0.0, nl / t.n_leaves[0])
-        out.append(float(np.dot(w, ncp)))
+        out.append(_weighted(w, node_ncp(t.n_leaves)[g.nodes[:, j]], sup))
     return np.asarray(out)
+
+
+def _weighted(w, ncp, sup):
+    if sup is not None:
+        ncp = np.where(sup, SUPPRESSED_NCP, ncp)
+    return float(np.dot(w, ncp))

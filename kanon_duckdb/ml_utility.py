@@ -66,6 +66,7 @@ import pyarrow.compute as pc
 
 from .taxonomy.store import read_index, resolve_tree_attr, run_tree_attrs, taxonomy_attrs
 from .errors import InvalidParameterError, UnknownObjectError
+from .published import bound_columns, qi_layout
 from .sqlutil import quote_ident, resolve_table
 from .taxonomy.tree import build_index
 
@@ -139,21 +140,13 @@ def _columns(con, table_sql):
     return list(rel.columns), [str(t) for t in rel.types]
 
 
-def _qis_from_runs(con, anon_sql, anon_cols):
+def _qis_from_runs(con, anon_table, anon_cols):
+    """(numeric, categorical) QIs of an anonymized table from its run (published.qi_layout),
+    or None when the table has no kanon_run column."""
     if "kanon_run" not in anon_cols:
         return None
-    runs = [r[0] for r in con.sql(
-        f"SELECT DISTINCT kanon_run FROM {anon_sql} WHERE kanon_run IS NOT NULL").fetchall()]
-    if not runs:
-        return None
-    rows = con.execute(
-        "SELECT DISTINCT numeric_qi, categorical_qi FROM kanon_runs WHERE list_contains(?, run_id)",
-        [runs]).fetchall()
-    if len(rows) != 1:
-        raise InvalidParameterError(
-            f"table {anon_sql} mixes anonymization runs with different QIs (runs {runs}); "
-            "pass qi := [...] explicitly")
-    return list(rows[0][0]), list(rows[0][1])
+    layout = qi_layout(con, anon_table)
+    return list(layout.num_qi), list(layout.cat_qi)
 
 
 def plan_utility(con, raw_table, anon_table, label, qi=None) -> UtilityPlan:
@@ -170,7 +163,7 @@ def plan_utility(con, raw_table, anon_table, label, qi=None) -> UtilityPlan:
         for c in qi:
             if c not in raw_cols:
                 raise UnknownObjectError(f"QI column '{c}' does not exist in table {raw_table!r}")
-            if f"{c}_min" in anon_cols and f"{c}_max" in anon_cols:
+            if all(b in anon_cols for b in bound_columns(c)):
                 num.append(c)
             elif c in anon_cols:
                 cat.append(c)
@@ -178,7 +171,7 @@ def plan_utility(con, raw_table, anon_table, label, qi=None) -> UtilityPlan:
                 raise UnknownObjectError(
                     f"QI '{c}' has neither '{c}_min'/'{c}_max' nor '{c}' in table {anon_table!r}")
     else:
-        found = _qis_from_runs(con, anon_sql, anon_cols)
+        found = _qis_from_runs(con, anon_table, anon_cols)
         if found is None:
             raise InvalidParameterError(
                 f"cannot tell the quasi-identifiers of {anon_table!r} (no kanon_run column); "

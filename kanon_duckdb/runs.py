@@ -1,72 +1,102 @@
-"""The ``kanon_runs`` table: one row per anonymization run, written when a run succeeds."""
+"""The ``kanon_runs`` table: one row per anonymization run, written when a run succeeds.
+
+Its columns are the declared fields of :class:`RunRecord` (``RUNS_COLUMNS`` gives their SQL
+types); the SQL metrics read declared columns only (``numeric_qi``/``categorical_qi`` to find the
+published QIs, ``num_lo``/``num_hi`` for the global range of numeric NCP, ``k`` for C_avg).
+``params`` and ``details`` are JSON text for what an algorithm reports beyond them.
+"""
 from __future__ import annotations
 
 import json
 import threading
+from dataclasses import astuple, dataclass, field, fields
 
 # Runs of one statement (several k_anonymize calls) are recorded from parallel threads through
 # separate cursors: reading max(run_id) and inserting must not interleave.
 _RECORD_LOCK = threading.Lock()
 
-RUNS_DDL = """
-CREATE TABLE IF NOT EXISTS kanon_runs (
-    run_id BIGINT PRIMARY KEY,
-    created_at TIMESTAMP DEFAULT current_timestamp,
-    source VARCHAR,
-    k BIGINT,
-    algo VARCHAR,
-    qi VARCHAR[],
-    numeric_qi VARCHAR[],
-    categorical_qi VARCHAR[],
-    params VARCHAR,
-    seed BIGINT,
-    n_rows BIGINT,
-    n_classes BIGINT,
-    n_suppressed BIGINT,
-    elapsed_s DOUBLE,
-    qi_loss DOUBLE[],
-    weights DOUBLE[],
-    details VARCHAR,
-    qi_trees VARCHAR[]
-)"""
-# qi_trees[i]: the kanon_taxonomy attr of the tree qi[i] used (taxonomy.store.resolve_tree_attr),
-# NULL for the implicit flat tree or no tree. The SQL metrics read the trees through it.
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One row of kanon_runs (run_id and created_at are assigned when it is recorded).
+
+    qi_loss is the mean NCP of each QI (``qi`` order) as ``kanon_duckdb.ncp`` defines it;
+    num_lo/num_hi the finite min/max of each numeric QI's values (``numeric_qi`` order), the
+    global range the metrics divide by; qi_trees[i] the kanon_taxonomy attr of the tree qi[i]
+    used (taxonomy.store.resolve_tree_attr), None for the implicit flat tree or no tree (the
+    SQL metrics read the trees through it).
+    """
+    source: str
+    k: int
+    algo: str
+    qi: list
+    numeric_qi: list
+    categorical_qi: list
+    params: dict
+    seed: int
+    n_rows: int
+    n_classes: int
+    n_suppressed: int
+    elapsed_s: float
+    qi_loss: list
+    weights: list | None = None
+    details: dict = field(default_factory=dict)
+    num_lo: list = field(default_factory=list)
+    num_hi: list = field(default_factory=list)
+    qi_trees: list = field(default_factory=list)
+
+
+_SQL_TYPES = {"source": "VARCHAR", "k": "BIGINT", "algo": "VARCHAR", "qi": "VARCHAR[]",
+              "numeric_qi": "VARCHAR[]", "categorical_qi": "VARCHAR[]", "params": "VARCHAR",
+              "seed": "BIGINT", "n_rows": "BIGINT", "n_classes": "BIGINT",
+              "n_suppressed": "BIGINT", "elapsed_s": "DOUBLE", "qi_loss": "DOUBLE[]",
+              "weights": "DOUBLE[]", "details": "VARCHAR", "num_lo": "DOUBLE[]",
+              "num_hi": "DOUBLE[]", "qi_trees": "VARCHAR[]"}
+RUNS_COLUMNS = [(f.name, _SQL_TYPES[f.name]) for f in fields(RunRecord)]
+_ADDED_LATER = ("qi_trees", "num_lo", "num_hi")  # absent from kanon_runs tables made by earlier versions
+
+RUNS_DDL = ("CREATE TABLE IF NOT EXISTS kanon_runs (\n    run_id BIGINT PRIMARY KEY,\n"
+            "    created_at TIMESTAMP DEFAULT current_timestamp,\n"
+            + ",\n".join(f"    {name} {typ}" for name, typ in RUNS_COLUMNS) + "\n)")
 
 
 def ensure_runs_table(con) -> None:
+    """Create kanon_runs, or add the columns a table from an earlier version lacks."""
     con.execute(RUNS_DDL)
-    # a kanon_runs made by an earlier version lacks the later columns
-    con.execute("ALTER TABLE kanon_runs ADD COLUMN IF NOT EXISTS qi_trees VARCHAR[]")
+    have = {r[0] for r in con.execute(
+        "SELECT column_name FROM duckdb_columns() WHERE table_name = 'kanon_runs' "
+        "AND schema_name = current_schema() AND database_name = current_database()").fetchall()}
+    for name in _ADDED_LATER:
+        if name not in have:
+            con.execute(f"ALTER TABLE kanon_runs ADD COLUMN {name} {_SQL_TYPES[name]}")
 
 
 def next_run_id(con) -> int:
     return int(con.execute("SELECT coalesce(max(run_id), 0) + 1 FROM kanon_runs").fetchall()[0][0])
 
 
-def record_run(con, *, source, k, algo, qi, numeric_qi, categorical_qi, params, seed,
-               n_rows, n_classes, n_suppressed, elapsed_s, qi_loss, weights=None, details=None,
-               qi_trees=None) -> int:
-    """Insert one run row under the next run id (parameters bound, nothing spliced); returns the id.
-    ``qi_trees``: QI -> tree attr (missing QIs are stored as NULL)."""
+def record_run(con, rec: RunRecord) -> int:
+    """Insert ``rec`` under the next run id (parameters bound, nothing spliced); returns the id."""
     with _RECORD_LOCK:
         ensure_runs_table(con)
         run_id = next_run_id(con)
-        _insert_run(con, run_id, source, k, algo, qi, numeric_qi, categorical_qi, params, seed,
-                    n_rows, n_classes, n_suppressed, elapsed_s, qi_loss, weights, details,
-                    [(qi_trees or {}).get(c) for c in qi])
+        names = ["run_id"] + [name for name, _ in RUNS_COLUMNS]
+        con.execute(f"INSERT INTO kanon_runs ({', '.join(names)}) "
+                    f"VALUES ({', '.join('?' for _ in names)})",
+                    [run_id] + [_to_sql(name, v) for name, v in zip(names[1:], astuple(rec))])
     return run_id
 
 
-def _insert_run(con, run_id, source, k, algo, qi, numeric_qi, categorical_qi, params, seed,
-                n_rows, n_classes, n_suppressed, elapsed_s, qi_loss, weights, details, qi_trees):
-    con.execute(
-        "INSERT INTO kanon_runs (run_id, source, k, algo, qi, numeric_qi, categorical_qi, params, "
-        "seed, n_rows, n_classes, n_suppressed, elapsed_s, qi_loss, weights, details, qi_trees) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::VARCHAR[])",
-        [run_id, source, k, algo, list(qi), list(numeric_qi), list(categorical_qi),
-         json.dumps(params, default=_jsonable), seed, n_rows, n_classes, n_suppressed, elapsed_s,
-         [float(x) for x in qi_loss], None if weights is None else [float(w) for w in weights],
-         json.dumps(details or {}, default=_jsonable), qi_trees])
+def _to_sql(name, value):
+    if name in ("params", "details"):
+        return json.dumps(value or {}, default=_jsonable)
+    if name in ("qi", "numeric_qi", "categorical_qi"):
+        return list(value)
+    if name == "qi_trees":
+        return [None if v is None else str(v) for v in value] if value else None
+    if name in ("qi_loss", "num_lo", "num_hi", "weights"):
+        return None if value is None else [float(x) for x in value]
+    return value
 
 
 def _jsonable(x):

@@ -9,10 +9,15 @@
 -- error when a run has no numeric or no categorical QI); slices [:d] cut them off again.
 --
 -- NCP (normalized certainty penalty, Xu et al. 2006) of a published value:
---   numeric     (c_max - c_min) / (global max - global min), the global range being
---               min(c_min)..max(c_max) over the table (ranges are truthful, so it is the raw
---               range); 0 when the global range is empty; a NULL range (class holding a NULL,
---               "any value") counts 1.
+--   numeric     (c_max - c_min) / (global max - global min), the global range being the
+--               data's (finite values, recorded by the run: __kanon_meta(tbl).num_lo/num_hi;
+--               for a run recorded without it, min(c_min)..max(c_max) of the finite published
+--               values); 0 when the global range is empty; a NULL range (class holding a NULL,
+--               "any value") counts 1, also for a constant column; a bound -inf / +inf counts
+--               as the global finite min / max. Computed on halves, so -1e308..1e308 does not
+--               overflow. This is
+--               the SQL text of kanon_duckdb/ncp.py (tests/test_ncp_definition.py holds them
+--               equal).
 --   categorical 0 if the label's node covers one leaf, else leaves(node) / leaves(root), leaves
 --               counted in the TREE of kanon_taxonomy (leaves absent from the data count). A NULL
 --               label (the NULL policy's own leaf) counts 0. A QI without a tree in kanon_taxonomy
@@ -42,12 +47,15 @@ labels AS (
     UNION SELECT attr, parent FROM edges WHERE parent IS NOT NULL
     UNION SELECT attr, node FROM extra
 ),
+sizes AS (SELECT attr, count(*) AS n_edges FROM edges GROUP BY attr),
 up(attr, src, node, dist) AS (
     SELECT attr, node, node, 0 FROM labels
     UNION ALL
     SELECT u.attr, u.src, e.parent, u.dist + 1
     FROM up u JOIN edges e ON e.attr = u.attr AND e.child = u.node
-    WHERE e.parent IS NOT NULL AND u.dist < 1000   -- a cycle stops here instead of looping
+    JOIN sizes s ON s.attr = u.attr
+    -- a path in a tree has fewer edges than the tree: any depth is walked, a cycle stops
+    WHERE e.parent IS NOT NULL AND u.dist < s.n_edges
 ),
 hmin AS (
     SELECT u.attr, u.node, max(coalesce(x.e, 0) + u.dist) AS hmin
@@ -64,7 +72,8 @@ down(attr, node, top, dist) AS (
     FROM down d JOIN edges e ON e.attr = d.attr AND e.parent = d.node
     JOIN hmin hc ON hc.attr = e.attr AND hc.node = e.child
     LEFT JOIN extra x ON x.attr = d.attr AND x.node = d.node
-    WHERE d.dist < 1000
+    JOIN sizes s ON s.attr = d.attr
+    WHERE d.dist < s.n_edges   -- any depth; a cycle stops
 ),
 tops AS (
     SELECT d.attr, d.node, d.top, d.top - coalesce(x.e, 0) AS bottom,
@@ -104,24 +113,69 @@ FROM tree t
 UNION ALL
 SELECT qi, '*', false, 1.0, 1.0, 1.0 FROM qis WHERE qi NOT IN (SELECT qi FROM tree);
 
+-- kanon_classes(tbl): one row per class (distinct ec): run_id, ec, size, suppressed, and the
+-- published values as lists: lo / hi DOUBLE[] aligned with __kanon_meta(tbl).num_qi, labels
+-- VARCHAR[] aligned with __kanon_meta(tbl).cat_qi.
+CREATE OR REPLACE MACRO kanon_classes(tbl) AS TABLE
+WITH src AS (
+    SELECT *, NULL::DOUBLE AS __kanon_pad_lo, NULL::DOUBLE AS __kanon_pad_hi,
+           NULL::VARCHAR AS __kanon_pad_cat
+    FROM query_table(tbl)
+),
+cls AS (
+    SELECT ec AS __kanon_ec, count(*) AS __kanon_size, bool_or(suppressed) AS __kanon_sup,
+        any_value(COLUMNS(lambda x: x IN ('__kanon_pad_lo', '__kanon_pad_hi', '__kanon_pad_cat')
+                          OR list_contains(__kanon_meta(tbl).lo_cols, x)
+                          OR list_contains(__kanon_meta(tbl).hi_cols, x)
+                          OR list_contains(__kanon_meta(tbl).cat_qi, x)))
+    FROM src
+    GROUP BY ec
+),
+lists AS (
+    SELECT __kanon_ec, __kanon_size, __kanon_sup,
+        list_value(*COLUMNS(lambda x: x = '__kanon_pad_lo'
+                            OR list_contains(__kanon_meta(tbl).lo_cols, x))) AS __kanon_lo,
+        list_value(*COLUMNS(lambda x: x = '__kanon_pad_hi'
+                            OR list_contains(__kanon_meta(tbl).hi_cols, x))) AS __kanon_hi,
+        list_value(*COLUMNS(lambda x: x = '__kanon_pad_cat'
+                            OR list_contains(__kanon_meta(tbl).cat_qi, x))) AS __kanon_labels
+    FROM cls
+)
+SELECT __kanon_meta(tbl).run_id AS run_id, __kanon_ec AS ec, __kanon_size AS size,
+       __kanon_sup AS suppressed,
+       (__kanon_lo::DOUBLE[])[:len(__kanon_meta(tbl).num_qi)] AS lo,
+       (__kanon_hi::DOUBLE[])[:len(__kanon_meta(tbl).num_qi)] AS hi,
+       (__kanon_labels::VARCHAR[])[:len(__kanon_meta(tbl).cat_qi)] AS labels
+FROM lists;
+
+-- Helpers of kanon_qi_loss (a COLUMNS(...) may appear once per expression): a bound as DOUBLE
+-- when it is finite (and small / large in magnitude: the sum is split so that values near 1e308
+-- cannot overflow it; large ones are summed scaled by 1e-100), and 1 when it equals v.
+CREATE OR REPLACE MACRO __kanon_finite(x) AS CASE WHEN isfinite(x::DOUBLE) THEN x::DOUBLE END;
+CREATE OR REPLACE MACRO __kanon_small(x) AS CASE WHEN abs(x::DOUBLE) <= 1e290 THEN x::DOUBLE END;
+CREATE OR REPLACE MACRO __kanon_big(x) AS
+    CASE WHEN isfinite(x::DOUBLE) AND abs(x::DOUBLE) > 1e290 THEN x::DOUBLE * 1e-100 END;
+CREATE OR REPLACE MACRO __kanon_is(x, v) AS CASE WHEN x::DOUBLE = v THEN 1 ELSE 0 END;
+
 -- kanon_qi_loss(tbl): one row per QI of the anonymized table `tbl`:
 --   qi, kind ('numeric' | 'categorical'), n (rows), ncp_sum (sum over rows of the NCP of the
 --   row's published value), ncp (= ncp_sum / n, the mean NCP, as kanon_runs.qi_loss),
 --   il_sum (sum over rows of the height ratio).
--- One pass over the table, grouped by the suppressed flag: numeric sum(c_max) - sum(c_min) is the
--- sum of the spans; categorical a histogram of the labels joined with kanon_label_ncp.
+-- One pass over the table, grouped by the suppressed flag: numeric sums of the bounds (the sum of
+-- the spans), counts of infinite and NULL bounds; categorical a histogram of the labels joined
+-- with kanon_label_ncp.
 CREATE OR REPLACE MACRO kanon_qi_loss(tbl) AS TABLE
-WITH agg AS (
+WITH agg AS (   -- one pass, grouped by the suppressed flag; every aggregate is per column
     SELECT suppressed AS __kanon_sup, count(*) AS __kanon_n,
-        sum(COLUMNS(lambda x: x IN ('__kanon_pad_lo', '__kanon_pad_hi')
-                              OR list_contains(__kanon_meta(tbl).lo_cols, x)
-                              OR list_contains(__kanon_meta(tbl).hi_cols, x)))::DOUBLE AS 'sum_\0',
-        count(COLUMNS(lambda x: x = '__kanon_pad_lo' OR list_contains(__kanon_meta(tbl).lo_cols, x)))
-            AS 'cnt_\0',
-        min(COLUMNS(lambda x: x = '__kanon_pad_lo' OR list_contains(__kanon_meta(tbl).lo_cols, x)))
-            ::DOUBLE AS 'min_\0',
-        max(COLUMNS(lambda x: x = '__kanon_pad_hi' OR list_contains(__kanon_meta(tbl).hi_cols, x)))
-            ::DOUBLE AS 'max_\0',
+        -- sums of the finite bounds, split so that values near 1e308 cannot overflow the sum
+        sum(__kanon_small(COLUMNS(lambda x: x IN ('__kanon_pad_lo', '__kanon_pad_hi') OR list_contains(__kanon_meta(tbl).lo_cols, x) OR list_contains(__kanon_meta(tbl).hi_cols, x)))) AS 'sa_\0',
+        sum(__kanon_big(COLUMNS(lambda x: x IN ('__kanon_pad_lo', '__kanon_pad_hi') OR list_contains(__kanon_meta(tbl).lo_cols, x) OR list_contains(__kanon_meta(tbl).hi_cols, x)))) AS 'sb_\0',
+        -- infinite bounds count as the global finite extremes (ncp.py)
+        sum(__kanon_is(COLUMNS(lambda x: x IN ('__kanon_pad_lo', '__kanon_pad_hi') OR list_contains(__kanon_meta(tbl).lo_cols, x) OR list_contains(__kanon_meta(tbl).hi_cols, x)), 'inf'::DOUBLE)) AS 'pi_\0',
+        sum(__kanon_is(COLUMNS(lambda x: x IN ('__kanon_pad_lo', '__kanon_pad_hi') OR list_contains(__kanon_meta(tbl).lo_cols, x) OR list_contains(__kanon_meta(tbl).hi_cols, x)), '-inf'::DOUBLE)) AS 'ni_\0',
+        count(COLUMNS(lambda x: x = '__kanon_pad_lo' OR list_contains(__kanon_meta(tbl).lo_cols, x))) AS 'nn_\0',
+        min(__kanon_finite(COLUMNS(lambda x: x = '__kanon_pad_lo' OR list_contains(__kanon_meta(tbl).lo_cols, x)))) AS 'fl_\0',
+        max(__kanon_finite(COLUMNS(lambda x: x = '__kanon_pad_hi' OR list_contains(__kanon_meta(tbl).hi_cols, x)))) AS 'fh_\0',
         histogram(COLUMNS(lambda x: x = '__kanon_pad_cat' OR list_contains(__kanon_meta(tbl).cat_qi, x)))
             AS 'hist_\0'
     FROM (SELECT *, NULL::DOUBLE AS __kanon_pad_lo, NULL::DOUBLE AS __kanon_pad_hi,
@@ -131,34 +185,63 @@ WITH agg AS (
 ),
 lists AS (
     SELECT coalesce(__kanon_sup, false) AS sup, __kanon_n AS n,
-        list_value(*COLUMNS(lambda x: starts_with(x, 'sum_') AND (x = 'sum___kanon_pad_lo'
-            OR list_contains(__kanon_meta(tbl).lo_cols, substr(x, 5))))) AS sum_lo,
-        list_value(*COLUMNS(lambda x: starts_with(x, 'sum_') AND (x = 'sum___kanon_pad_hi'
-            OR list_contains(__kanon_meta(tbl).hi_cols, substr(x, 5))))) AS sum_hi,
-        list_value(*COLUMNS(lambda x: starts_with(x, 'cnt_'))) AS cnt,
-        list_value(*COLUMNS(lambda x: starts_with(x, 'min_'))) AS glo,
-        list_value(*COLUMNS(lambda x: starts_with(x, 'max_'))) AS ghi,
+        list_value(*COLUMNS(lambda x: x = 'sa___kanon_pad_lo' OR (starts_with(x, 'sa_')
+            AND list_contains(__kanon_meta(tbl).lo_cols, substr(x, 4))))) AS sa_lo,
+        list_value(*COLUMNS(lambda x: x = 'sa___kanon_pad_hi' OR (starts_with(x, 'sa_')
+            AND list_contains(__kanon_meta(tbl).hi_cols, substr(x, 4))))) AS sa_hi,
+        list_value(*COLUMNS(lambda x: x = 'sb___kanon_pad_lo' OR (starts_with(x, 'sb_')
+            AND list_contains(__kanon_meta(tbl).lo_cols, substr(x, 4))))) AS sb_lo,
+        list_value(*COLUMNS(lambda x: x = 'sb___kanon_pad_hi' OR (starts_with(x, 'sb_')
+            AND list_contains(__kanon_meta(tbl).hi_cols, substr(x, 4))))) AS sb_hi,
+        list_value(*COLUMNS(lambda x: x = 'pi___kanon_pad_lo' OR (starts_with(x, 'pi_')
+            AND list_contains(__kanon_meta(tbl).lo_cols, substr(x, 4))))) AS pi_lo,
+        list_value(*COLUMNS(lambda x: x = 'pi___kanon_pad_hi' OR (starts_with(x, 'pi_')
+            AND list_contains(__kanon_meta(tbl).hi_cols, substr(x, 4))))) AS pi_hi,
+        list_value(*COLUMNS(lambda x: x = 'ni___kanon_pad_lo' OR (starts_with(x, 'ni_')
+            AND list_contains(__kanon_meta(tbl).lo_cols, substr(x, 4))))) AS ni_lo,
+        list_value(*COLUMNS(lambda x: x = 'ni___kanon_pad_hi' OR (starts_with(x, 'ni_')
+            AND list_contains(__kanon_meta(tbl).hi_cols, substr(x, 4))))) AS ni_hi,
+        list_value(*COLUMNS(lambda x: x = 'nn___kanon_pad_lo' OR (starts_with(x, 'nn_')
+            AND list_contains(__kanon_meta(tbl).lo_cols, substr(x, 4))))) AS nn_lo,
+        list_value(*COLUMNS(lambda x: x = 'fl___kanon_pad_lo' OR (starts_with(x, 'fl_')
+            AND list_contains(__kanon_meta(tbl).lo_cols, substr(x, 4))))) AS fl_lo,
+        list_value(*COLUMNS(lambda x: x = 'fh___kanon_pad_hi' OR (starts_with(x, 'fh_')
+            AND list_contains(__kanon_meta(tbl).hi_cols, substr(x, 4))))) AS fh_hi,
         list_value(*COLUMNS(lambda x: starts_with(x, 'hist_'))) AS hist
     FROM agg
 ),
-num AS (
+num AS (   -- one row per (suppressed flag, numeric QI)
     SELECT sup, n, unnest(__kanon_meta(tbl).num_qi) AS qi,
-           unnest(sum_lo[:len(__kanon_meta(tbl).num_qi)]) AS sum_lo,
-           unnest(sum_hi[:len(__kanon_meta(tbl).num_qi)]) AS sum_hi,
-           unnest(cnt[:len(__kanon_meta(tbl).num_qi)]) AS cnt,
-           unnest(glo[:len(__kanon_meta(tbl).num_qi)]) AS glo,
-           unnest(ghi[:len(__kanon_meta(tbl).num_qi)]) AS ghi
+           unnest(__kanon_meta(tbl).num_lo) AS mlo, unnest(__kanon_meta(tbl).num_hi) AS mhi,
+           unnest(sa_lo[:len(__kanon_meta(tbl).num_qi)]) AS sa_lo,
+           unnest(sa_hi[:len(__kanon_meta(tbl).num_qi)]) AS sa_hi,
+           unnest(sb_lo[:len(__kanon_meta(tbl).num_qi)]) AS sb_lo,
+           unnest(sb_hi[:len(__kanon_meta(tbl).num_qi)]) AS sb_hi,
+           unnest(pi_lo[:len(__kanon_meta(tbl).num_qi)]) AS pi_lo,
+           unnest(pi_hi[:len(__kanon_meta(tbl).num_qi)]) AS pi_hi,
+           unnest(ni_lo[:len(__kanon_meta(tbl).num_qi)]) AS ni_lo,
+           unnest(ni_hi[:len(__kanon_meta(tbl).num_qi)]) AS ni_hi,
+           unnest(nn_lo[:len(__kanon_meta(tbl).num_qi)]) AS cnt,
+           unnest(fl_lo[:len(__kanon_meta(tbl).num_qi)]) AS flo,
+           unnest(fh_hi[:len(__kanon_meta(tbl).num_qi)]) AS fhi
     FROM lists
 ),
-num_rng AS (   -- global range over every row (suppressed rows publish the root / NULL range)
-    SELECT *, min(glo) OVER (PARTITION BY qi) AS rlo, max(ghi) OVER (PARTITION BY qi) AS rhi
+num_rng AS (   -- the run's global range, else the finite published range over every row
+    SELECT *, coalesce(mlo, min(flo) OVER (PARTITION BY qi)) AS rlo,
+              coalesce(mhi, max(fhi) OVER (PARTITION BY qi)) AS rhi
     FROM num
 ),
-num_loss AS (
+num_loss AS (   -- sum of spans / range on halves (no overflow) + 1 per NULL range
     SELECT qi, 'numeric' AS kind, sum(n) AS n,
            sum(CASE WHEN sup THEN n
-                    ELSE (CASE WHEN rhi > rlo THEN (sum_hi - sum_lo) / (rhi - rlo) ELSE 0.0 END)
-                         + (n - cnt)   -- NULL ranges
+                    ELSE (CASE WHEN rhi > rlo THEN
+                              ((coalesce(sa_hi, 0) / 2 - coalesce(sa_lo, 0) / 2)
+                               + (pi_hi - pi_lo) * (rhi / 2) + (ni_hi - ni_lo) * (rlo / 2))
+                              / (rhi / 2 - rlo / 2)
+                              + (coalesce(sb_hi, 0) / 2 - coalesce(sb_lo, 0) / 2)
+                                * (1e100 / (rhi / 2 - rlo / 2))
+                          ELSE 0.0 END)
+                         + (n - cnt)
                END) AS ncp_sum
     FROM num_rng GROUP BY qi
 ),
@@ -194,38 +277,3 @@ cat_loss AS (
 SELECT qi, kind, n, ncp_sum, ncp_sum / n AS ncp, ncp_sum AS il_sum FROM num_loss
 UNION ALL
 SELECT qi, kind, n, ncp_sum, ncp_sum / n, il_sum FROM cat_loss;
-
--- kanon_classes(tbl): one row per class (distinct ec): run_id, ec, size, suppressed, and the
--- published values as lists: lo / hi DOUBLE[] aligned with __kanon_meta(tbl).num_qi, labels
--- VARCHAR[] aligned with __kanon_meta(tbl).cat_qi.
-CREATE OR REPLACE MACRO kanon_classes(tbl) AS TABLE
-WITH src AS (
-    SELECT *, NULL::DOUBLE AS __kanon_pad_lo, NULL::DOUBLE AS __kanon_pad_hi,
-           NULL::VARCHAR AS __kanon_pad_cat
-    FROM query_table(tbl)
-),
-cls AS (
-    SELECT ec AS __kanon_ec, count(*) AS __kanon_size, bool_or(suppressed) AS __kanon_sup,
-        any_value(COLUMNS(lambda x: x IN ('__kanon_pad_lo', '__kanon_pad_hi', '__kanon_pad_cat')
-                          OR list_contains(__kanon_meta(tbl).lo_cols, x)
-                          OR list_contains(__kanon_meta(tbl).hi_cols, x)
-                          OR list_contains(__kanon_meta(tbl).cat_qi, x)))
-    FROM src
-    GROUP BY ec
-),
-lists AS (
-    SELECT __kanon_ec, __kanon_size, __kanon_sup,
-        list_value(*COLUMNS(lambda x: x = '__kanon_pad_lo'
-                            OR list_contains(__kanon_meta(tbl).lo_cols, x))) AS __kanon_lo,
-        list_value(*COLUMNS(lambda x: x = '__kanon_pad_hi'
-                            OR list_contains(__kanon_meta(tbl).hi_cols, x))) AS __kanon_hi,
-        list_value(*COLUMNS(lambda x: x = '__kanon_pad_cat'
-                            OR list_contains(__kanon_meta(tbl).cat_qi, x))) AS __kanon_labels
-    FROM cls
-)
-SELECT __kanon_meta(tbl).run_id AS run_id, __kanon_ec AS ec, __kanon_size AS size,
-       __kanon_sup AS suppressed,
-       (__kanon_lo::DOUBLE[])[:len(__kanon_meta(tbl).num_qi)] AS lo,
-       (__kanon_hi::DOUBLE[])[:len(__kanon_meta(tbl).num_qi)] AS hi,
-       (__kanon_labels::VARCHAR[])[:len(__kanon_meta(tbl).cat_qi)] AS labels
-FROM lists;

@@ -29,7 +29,7 @@ CREATE OR REPLACE MACRO discernibility(tbl) AS (
         SELECT count(*) AS size, bool_or(suppressed) AS sup
         FROM query_table(tbl) GROUP BY kanon_run, ec
     )
-    SELECT (sum(size * size) FILTER (WHERE NOT sup)
+    SELECT (coalesce(sum(size * size) FILTER (WHERE NOT sup), 0)
             + coalesce(sum(size) FILTER (WHERE sup), 0) * sum(size))::HUGEINT
     FROM cls
 );

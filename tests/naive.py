@@ -120,15 +120,16 @@ def naive_cat_cost(tree, leaves, cost="ncp"):
 
 
 def naive_ncp(data: QIData, rows, cost="ncp") -> float:
-    """Sum over QIs of the NCP of the class made of ``rows`` (NULL numeric -> 1, constant -> 0)."""
+    """Sum over QIs of the NCP of the class made of ``rows`` (NULL numeric -> 1, also for a
+    constant column; constant column without NULL -> 0)."""
     rows = list(rows)
     s = 0.0
     for j in range(data.dn):
         rangej = data.num_hi[j] - data.num_lo[j]
-        if rangej <= 0:
-            continue
         if any(data.num_null[r, j] for r in rows):
             s += 1.0
+        elif rangej <= 0:
+            continue
         else:
             vals = [data.num[r, j] for r in rows]
             s += (max(vals) - min(vals)) / rangej

@@ -61,9 +61,14 @@ def load(con, tbl):
     return rows, run, trees
 
 
-def _num_range(rows, q):
-    los = [r[f"{q}_min"] for r in rows if r[f"{q}_min"] is not None]
-    his = [r[f"{q}_max"] for r in rows if r[f"{q}_max"] is not None]
+def _num_range(rows, run, q):
+    """The data's global range recorded by the run, else the finite published range."""
+    nums = list(run.get("numeric_qi") or [])
+    if run.get("num_lo") and q in nums and run["num_lo"][nums.index(q)] is not None:
+        i = nums.index(q)
+        return run["num_lo"][i], run["num_hi"][i]
+    los = [r[f"{q}_min"] for r in rows if r[f"{q}_min"] is not None and math.isfinite(r[f"{q}_min"])]
+    his = [r[f"{q}_max"] for r in rows if r[f"{q}_max"] is not None and math.isfinite(r[f"{q}_max"])]
     return (min(los), max(his)) if los else (None, None)
 
 
@@ -74,8 +79,10 @@ def ncp(rows, run, trees, row, q, kind, height=False):
         lo, hi = row[f"{q}_min"], row[f"{q}_max"]
         if lo is None or hi is None:
             return 1.0
-        glo, ghi = _num_range(rows, q)
-        return (hi - lo) / (ghi - glo) if ghi > glo else 0.0
+        glo, ghi = _num_range(rows, run, q)
+        # an infinite bound counts as the global finite extreme on its side
+        lo, hi = [float(glo if v == -math.inf else ghi if v == math.inf else v) for v in (lo, hi)]
+        return min(1.0, (hi / 2 - lo / 2) / (float(ghi) / 2 - float(glo) / 2)) if ghi > glo else 0.0
     label = row[q]
     if label is None:
         return 0.0
@@ -167,7 +174,7 @@ def info_loss(con, tbl):
     gamma = dict(zip(names, w))
     total = 0.0
     for q in run["numeric_qi"]:
-        glo, ghi = _num_range(rows, q)
+        glo, ghi = _num_range(rows, {}, q)  # info_loss: the published range
         vals = [r[f"{q}_{s}"] for r in rows for s in ("min", "max") if r[f"{q}_{s}"] is not None]
         step = 10 ** _decimals(vals)
         dom = step * (ghi - glo) + 1

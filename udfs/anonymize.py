@@ -40,13 +40,19 @@ def classes_arrow(res) -> pa.StructArray:
     flt_cols = [i for i, c in enumerate(num_names) if c not in plan.integer]
 
     def num_lists(cols, src, as_int):
-        vals = src[:, cols] if cols else np.zeros((C, 0))
-        flat = vals.reshape(-1)
-        mask = np.isnan(flat)
+        # coordinates -> exact published values through each column's codec (codec.py)
         if as_int:
-            arr = pa.array(np.where(mask, 0, flat).astype(np.int64), mask=mask)
+            pairs = [data.codec(j).decode_int(src[:, j]) if data.codec(j) is not None
+                     else (np.where(np.isnan(src[:, j]), 0, src[:, j]).astype(np.int64),
+                           np.isnan(src[:, j])) for j in cols]
+            vals = np.stack([p[0] for p in pairs], axis=1) if cols else np.zeros((C, 0), np.int64)
+            mask = np.stack([p[1] for p in pairs], axis=1) if cols else np.zeros((C, 0), bool)
+            arr = pa.array(vals.reshape(-1), pa.int64(), mask=mask.reshape(-1))
         else:
-            arr = pa.array(flat, mask=mask)
+            vals = (np.stack([data.decode_float(j, src[:, j]) for j in cols], axis=1) if cols
+                    else np.zeros((C, 0)))
+            flat = vals.reshape(-1)
+            arr = pa.array(flat, mask=np.isnan(flat))
         return _list_of(arr, C, len(cols))
 
     labels_flat = []

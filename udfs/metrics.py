@@ -5,12 +5,14 @@ columns of an anonymized table are quasi-identifiers is data: it is recorded in 
 the run in the table's ``kanon_run`` column. These two deterministic UDFs, folded at bind time
 (constant arguments), give the macros the column names to use inside ``COLUMNS(lambda ...)``:
 
-- ``__kanon_meta(tbl)`` -> STRUCT(run_id, k, num_qi, cat_qi, lo_cols, hi_cols, cat_trees): the
-  run of an anonymized table and its QIs as they appear in the table, in table order: numeric QI
-  ``c`` published as ``c_min``/``c_max`` (``lo_cols[i]``/``hi_cols[i]`` belong to ``num_qi[i]``),
-  categorical QI ``c`` as ``c``; ``cat_trees[i]`` is the kanon_taxonomy attr of the tree
-  ``cat_qi[i]`` used (kanon_runs.qi_trees; for a run recorded before that column, the tree
-  ``taxonomy.store.resolve_tree_attr`` picks for the run's source), NULL for the implicit flat tree. Errors name the problem: not a k_anonymize output, a table mixing
+- ``__kanon_meta(tbl)`` -> STRUCT(run_id, k, num_qi, cat_qi, lo_cols, hi_cols, cat_trees, num_lo,
+  num_hi) (``published.qi_layout``): the run of an anonymized table and its QIs as they appear in
+  the table, in table order: numeric QI ``c`` published as ``c_min``/``c_max``
+  (``lo_cols[i]``/``hi_cols[i]`` belong to ``num_qi[i]``, ``num_lo[i]``/``num_hi[i]`` is the
+  data's global range recorded by the run), categorical QI ``c`` as ``c``; ``cat_trees[i]`` is
+  the kanon_taxonomy attr of the tree ``cat_qi[i]`` used (kanon_runs.qi_trees; for a run recorded
+  before that column, the tree ``taxonomy.store.resolve_tree_attr`` picks for the run's source),
+  NULL for the implicit flat tree. Errors name the problem: not a k_anonymize output, a table mixing
   several runs, a QI column missing.
 - ``__kanon_qi_cols(tbl, qi)`` -> STRUCT(cols, sup_col): the columns to group by for the privacy
   checks, for a raw or an anonymized table: ``c`` when the table has it, else ``c_min`` and
@@ -32,15 +34,15 @@ from __future__ import annotations
 import pyarrow as pa
 
 from kanon_duckdb.errors import InvalidParameterError, UnknownObjectError
+from kanon_duckdb.published import qi_layout
 from kanon_duckdb.sqlutil import quote_ident
-from kanon_duckdb.taxonomy.store import recorded_tree_attrs
 
 from kanon_duckdb.udf_spec import UDF, UdfContext, first_value
 
 META_TYPE = ("STRUCT(run_id BIGINT, k BIGINT, num_qi VARCHAR[], cat_qi VARCHAR[], "
-             "lo_cols VARCHAR[], hi_cols VARCHAR[], cat_trees VARCHAR[])")
+             "lo_cols VARCHAR[], hi_cols VARCHAR[], cat_trees VARCHAR[], num_lo DOUBLE[], "
+             "num_hi DOUBLE[])")
 QI_COLS_TYPE = "STRUCT(cols VARCHAR[], sup_col VARCHAR)"
-_ANON_COLS = ("ec", "kanon_run", "suppressed")
 
 
 def _columns(cur, tbl):
@@ -51,46 +53,8 @@ def _columns(cur, tbl):
 
 
 def anonymized_meta(cur, tbl: str) -> dict:
-    """The run and QI column names of an anonymized table (see the module docstring)."""
-    qualified, cols = _columns(cur, tbl)
-    missing = [c for c in _ANON_COLS if c not in cols]
-    if missing:
-        raise InvalidParameterError(
-            f"table '{tbl}' is not an output of k_anonymize (no column {', '.join(missing)}); "
-            f"the utility metrics need its ec, suppressed and kanon_run columns")
-    runs = [r[0] for r in cur.execute(
-        f"SELECT DISTINCT kanon_run FROM {qualified} WHERE kanon_run IS NOT NULL LIMIT 2").fetchall()]
-    if not runs:
-        raise InvalidParameterError(f"table '{tbl}' is empty or has no kanon_run value")
-    if len(runs) > 1:
-        raise InvalidParameterError(
-            f"table '{tbl}' mixes rows of several runs (kanon_run {runs[0]}, {runs[1]}, ...); "
-            f"measure one run per table")
-    found = cur.execute(
-        "SELECT k, numeric_qi, categorical_qi, qi, qi_trees, source FROM kanon_runs "
-        "WHERE run_id = ?", [runs[0]]).fetchall()
-    if not found:
-        raise UnknownObjectError(
-            f"run {runs[0]} of table '{tbl}' is not recorded in kanon_runs (was the table made in "
-            f"another database?)")
-    k, num, cat, qi, qi_trees, source = found[0]
-    num, cat = list(num or []), list(cat or [])
-    trees = recorded_tree_attrs(cur, qi, qi_trees, source)
-    need = [f"{c}_min" for c in num] + [f"{c}_max" for c in num] + cat
-    absent = [c for c in need if c not in cols]
-    if absent:
-        raise InvalidParameterError(
-            f"table '{tbl}' lacks the published QI column(s) {', '.join(absent)} of run {runs[0]}")
-    pos = {c: i for i, c in enumerate(cols)}
-    num_qi = sorted(num, key=lambda c: pos[f"{c}_min"])
-    if sorted(num, key=lambda c: pos[f"{c}_max"]) != num_qi:
-        raise InvalidParameterError(
-            f"table '{tbl}': the _min and _max columns of its numeric QIs are in different orders; "
-            f"keep each QI's c_min/c_max in the same relative order as k_anonymize wrote them")
-    cat_qi = sorted(cat, key=lambda c: pos[c])
-    return {"run_id": int(runs[0]), "k": int(k), "num_qi": num_qi, "cat_qi": cat_qi,
-            "lo_cols": [f"{c}_min" for c in num_qi], "hi_cols": [f"{c}_max" for c in num_qi],
-            "cat_trees": [trees.get(c) for c in cat_qi]}
+    """The run and QI column names of an anonymized table (``published.qi_layout``)."""
+    return qi_layout(cur, tbl).as_dict()
 
 
 def qi_columns(cur, tbl: str, qi) -> dict:
@@ -184,7 +148,8 @@ def declare(ctx: UdfContext) -> list[UDF]:
         return pa.array([metas[n] for n in names], type=pa.struct([
             ("run_id", pa.int64()), ("k", pa.int64()), ("num_qi", pa.list_(pa.string())),
             ("cat_qi", pa.list_(pa.string())), ("lo_cols", pa.list_(pa.string())),
-            ("hi_cols", pa.list_(pa.string())), ("cat_trees", pa.list_(pa.string()))]))
+            ("hi_cols", pa.list_(pa.string())), ("cat_trees", pa.list_(pa.string())),
+            ("num_lo", pa.list_(pa.float64())), ("num_hi", pa.list_(pa.float64()))]))
 
     def kanon_qi_cols(tbl, qi):
         name, cols = first_value(tbl), first_value(qi)

@@ -25,13 +25,14 @@ from fractions import Fraction
 from functools import cached_property
 
 from ..errors import DataError, UnknownObjectError, UnsupportedQueryError
+from ..published import ADDED_COLUMNS
 from ..sqlutil import resolve_table, table_columns
 from ..taxonomy import TaxonomyIndex, build_index, flat_index, read_edges
 from ..taxonomy.store import resolve_tree_attr, run_tree_attrs, taxonomy_attrs
 from .sqlgen import quote
 
 #: Columns the core adds to an anonymized table; never quasi-identifiers.
-INTERNAL_COLUMNS = frozenset({"ec", "ec_size", "kanon_run", "suppressed"})
+INTERNAL_COLUMNS = frozenset(ADDED_COLUMNS)
 
 _INTEGER_TYPES = frozenset({
     "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT",

@@ -19,6 +19,16 @@ def lca_of_range(leaf_node, parent, leaf_hi, lo_leaf, hi_leaf):
 
 
 @njit
+def lca_packed(leaf_node, leaf_off, parent, leaf_hi, node_off, j, lo_leaf, hi_leaf):
+    """``lca_of_range`` in tree j of packed arrays (algorithms.base.PackedTrees): local node id."""
+    no = node_off[j]
+    u = leaf_node[leaf_off[j] + lo_leaf]
+    while leaf_hi[no + u] < hi_leaf:
+        u = parent[no + u]
+    return u
+
+
+@njit
 def lca_nodes(cmin, cmax, leaf_node, leaf_off, parent, leaf_hi, node_off):
     """LCA node per row and tree: cmin/cmax int (C, dc) smallest/largest leaf ordinal of each
     group in tree j (packed arrays, see algorithms.base.pack_trees); returns int32 (C, dc).

@@ -334,9 +334,10 @@ def build_interval_taxonomy(con, table: str, column: str, attr: str | None = Non
             f"column '{col}' has type {ctype}; interval taxonomies need a numeric column "
             f"(use kanon_build_flat or kanon_build_masking for text)")
     q = quote_ident(col)
+    # grouped by the label too: 0.0 and -0.0 are one value but two labels (each its own leaf)
     rows = con.execute(
-        f"SELECT {q}, CAST({q} AS VARCHAR), count(*) FROM {qtable} WHERE {q} IS NOT NULL "
-        f"GROUP BY {q} ORDER BY {q}").fetchall()
+        f"SELECT {q}, CAST({q} AS VARCHAR) AS lab, count(*) FROM {qtable} WHERE {q} IS NOT NULL "
+        f"GROUP BY {q}, lab ORDER BY {q}, lab").fetchall()
     if not rows:
         raise TaxonomyError(f"column '{col}' has no non-NULL values to build a taxonomy from")
     if widths is not None and len(widths) == 0:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import TaxonomyError
+from ..ncp import cat_ncp_value
 
 
 @dataclass(frozen=True)
@@ -67,8 +68,7 @@ class TaxonomyIndex:
 
     def ncp(self, node: int) -> float:
         """Categorical NCP (Xu et al. 2006): 0 for a single leaf, else leaves(u)/leaves(root)."""
-        nl = int(self.n_leaves[node])
-        return 0.0 if nl <= 1 else nl / float(self.n_leaves[0])
+        return float(cat_ncp_value(float(self.n_leaves[node]), float(self.n_leaves[0])))
 
     def with_null_leaf(self) -> "TaxonomyIndex":
         """A copy with an extra NULL leaf under the root (the NULL policy for categorical QIs)."""
@@ -82,7 +82,7 @@ class TaxonomyIndex:
 def __getattr__(name):
     # The LCA kernels live in _lca.py so that importing this module (at connect time) does not
     # import numba; ``tree.lca_of_range`` / ``tree.lca_nodes`` still resolve.
-    if name in ("lca_of_range", "lca_nodes"):
+    if name in ("lca_of_range", "lca_nodes", "lca_packed"):
         from . import _lca
         return getattr(_lca, name)
     raise AttributeError(name)

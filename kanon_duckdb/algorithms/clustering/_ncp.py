@@ -4,8 +4,9 @@ Loss model (Xu et al. 2006 NCP; the cost Byun et al. 2007 minimise, with leaf-co
 categoricals as in the KAB paper eq. 1-3, i.e. the quantity GCP reports):
 
 - numeric QI j of a cluster e:  NCP_j(e) = (max - min) / range_j  (range_j = global max - min,
-  1.0 for a constant column). A cluster holding a NULL on j costs ``null_cost[j]`` = 1 (0 for a
-  constant column), exactly what ``generalize.per_qi_loss`` charges for a NULL range.
+  1.0 for a constant column). A cluster holding a NULL on j costs ``null_cost[j]`` = 1 (also for
+  a constant column), exactly what ``generalize.per_qi_loss`` charges for a NULL range; both
+  come from ``kanon_duckdb.ncp``.
 - categorical QI j:  NCP_j(e) = node_cost[LCA(e)]; with the default ``cost='ncp'`` that is
   leaves(LCA)/leaves(root), and 0 when the class holds a single leaf. ``cost='height'`` gives
   Byun's height(LCA subtree)/height(tree) instead (the ``total_il`` metric).
@@ -19,7 +20,7 @@ Data bundle ``ds`` (an :class:`NCPData` named tuple; build it once with :func:`b
     num       float64 (n, dn)   numeric values (NULL rows hold a placeholder, see num_null)
     num_null  bool    (n, dn)   NULL flags
     inv_range float64 (dn,)     weight_j / range_j
-    null_cost float64 (dn,)     NCP charged for a NULL-holding cluster (weight_j, 0 if constant)
+    null_cost float64 (dn,)     NCP charged for a NULL-holding cluster (weight_j * ncp.NULL_NCP)
     cat       int32   (n, dc)   leaf ordinal per categorical QI
     leaf_node int32, leaf_off int64, parent int32, leaf_hi int32, node_off int64: packed trees
               (base.pack_trees; local node ids, add node_off[j] / leaf_off[j])
@@ -93,6 +94,9 @@ import numba
 from numba import prange
 
 from ..._numba_config import njit, njit_parallel
+from ... import ncp as ncp_def
+from ...class_stats import class_stats
+from ...taxonomy._lca import lca_packed
 from ..base import QIData, pack_trees
 
 PAIR_TABLE_MAX_LEAVES = 512
@@ -150,19 +154,16 @@ def build_ncp_data(data: QIData, cost: str = "ncp", weights=None) -> NCPData:
     w = np.ones(dn + dc) if weights is None else np.asarray(weights, dtype=np.float64)
     rng = data.num_range
     inv_range = w[:dn] / rng
-    null_cost = np.where(data.num_hi > data.num_lo, w[:dn], 0.0).astype(np.float64)
-    leaf_node, leaf_off, parent, leaf_hi, n_leaves, node_off, sub_height, _leaf_lo = pack_trees(data.trees)
+    null_cost = ncp_def.null_cost(dn, w[:dn])
+    packed = pack_trees(data.trees)
+    leaf_node, leaf_off, parent, leaf_hi, n_leaves, node_off, sub_height, _leaf_lo = packed
+    base_cost = packed.node_ncp() if cost == "ncp" else packed.height_ratio()
     node_cost = np.zeros(int(node_off[-1]), dtype=np.float64)
     pair_off = np.zeros(dc + 1, dtype=np.int64)
     tables = []
     for j, t in enumerate(data.trees):
         a, b = int(node_off[j]), int(node_off[j + 1])
-        nl = n_leaves[a:b].astype(np.float64)
-        if cost == "ncp":
-            c = np.where(nl <= 1, 0.0, nl / nl[0])
-        else:
-            h = float(sub_height[a])
-            c = sub_height[a:b].astype(np.float64) / h if h > 0 else np.zeros(b - a)
+        c = base_cost[a:b]
         node_cost[a:b] = w[dn + j] * c
         L = t.leaf_count
         if L <= PAIR_TABLE_MAX_LEAVES:
@@ -241,10 +242,8 @@ def merge_clusters(st, a, b):
 
 @njit
 def stats_from_labels(ds, ec, C):
-    st = new_stats(ds, C)
-    for r in range(ec.shape[0]):
-        add_record(ds, st, ec[r], r)
-    return st
+    size, nmin, nmax, nnull, cmin, cmax = class_stats(ec, C, ds.num, ds.num_null, ds.cat)
+    return ClusterStats(size, nmin, nmax, nnull, cmin, cmax)
 
 
 # --------------------------------------------------------------------------------------------
@@ -252,11 +251,7 @@ def stats_from_labels(ds, ec, C):
 
 @njit
 def lca_node(ds, j, lo, hi):
-    no = ds.node_off[j]
-    u = ds.leaf_node[ds.leaf_off[j] + lo]
-    while ds.leaf_hi[no + u] < hi:
-        u = ds.parent[no + u]
-    return u
+    return lca_packed(ds.leaf_node, ds.leaf_off, ds.parent, ds.leaf_hi, ds.node_off, j, lo, hi)
 
 
 @njit

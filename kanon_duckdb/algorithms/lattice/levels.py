@@ -25,6 +25,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from ...ncp import node_ncp
 from ...taxonomy import builders
 from ...taxonomy.tree import TaxonomyIndex, build_index
 from ..base import QIData
@@ -148,16 +149,13 @@ def build_space(data: QIData) -> LatticeSpace:
     n = data.n
     trees, cols, names, auto = [], [], [], {}
     node_lo, node_hi, ncp_nodes = [], [], []
-    rng = data.num_range
     for j in range(data.dn):
         tree, leaf, widths = numeric_tree(data, j)
         name = data.num_names[j]
         if widths is not None:
             auto[name] = widths
         lo, hi = _node_ranges(tree, leaf, data.num[:, j], data.num_null[:, j])
-        span = np.where(np.isnan(lo), rng[j], hi - lo)
-        ncp = np.where(data.num_hi[j] > data.num_lo[j], span / rng[j], 0.0)
-        ncp = np.where(np.isnan(lo), 1.0, ncp)
+        ncp = data.numeric_ncp(j, lo, hi)
         trees.append(tree)
         cols.append(leaf)
         names.append(name)
@@ -168,8 +166,7 @@ def build_space(data: QIData) -> LatticeSpace:
         trees.append(tree)
         cols.append(np.ascontiguousarray(data.cat[:, j], dtype=np.int32))
         names.append(data.cat_names[j])
-        nl = tree.n_leaves.astype(np.float64)
-        ncp_nodes.append(np.where(nl <= 1, 0.0, nl / float(tree.n_leaves[0])))
+        ncp_nodes.append(node_ncp(tree.n_leaves))
     d = len(trees)
     heights = np.array([t.height for t in trees], dtype=np.int64)
     cstart = np.zeros(d, dtype=np.int64)

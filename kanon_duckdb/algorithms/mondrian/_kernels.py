@@ -17,6 +17,7 @@ import numpy as np
 from numba import prange
 
 from ..._numba_config import njit, njit_parallel
+from ...ncp import cat_ncp
 from ...taxonomy._lca import lca_of_range as _lca
 from ...privacy._kernels import split_ok
 from ._order_stats import median_stats
@@ -72,8 +73,7 @@ def _upper_bound(sorted_vals, nb, x):
 def _side_ncp(n_nonempty, only_child, u, n_leaves, no):
     """NCP bound of one side of a tree cut: the single non-empty child's, else the LCA's."""
     node = only_child if n_nonempty == 1 else u
-    nl = n_leaves[no + node]
-    return 0.0 if nl <= 1 else nl / n_leaves[no]
+    return cat_ncp(n_leaves[no + node], n_leaves[no])
 
 
 @njit

@@ -1,0 +1,107 @@
+"""NCP (normalized certainty penalty, Xu et al. 2006) and the value policy, defined once.
+
+Every Python user of NCP calls this module: ``generalize.per_qi_loss`` (the run's recorded
+``qi_loss``), the lattice level tables, the clustering costs (``clustering/_ncp``), Mondrian's
+tie-break and ``TaxonomyIndex.ncp``. The SQL macros (``sql/metrics_00_base.sql``) keep their own
+SQL text of the same definition; ``tests/test_ncp_definition.py`` holds the two equal on random
+tables.
+
+Definition, for one class and one QI (the README's "Metrics" and "NULL policy"):
+
+- numeric: (c_max - c_min) / (global max - global min), the global range being that of the
+  data's finite non-NULL values (recorded in ``kanon_runs.num_lo/num_hi``); 0 when the column
+  is constant. A NULL range (a class holding a NULL: "any value") counts ``NULL_NCP`` = 1, also
+  for a constant column. A bound -inf / +inf counts as the global finite min / max (infinities
+  are the ends of the order: [5, inf] covers everything from 5 up, [inf, inf] is exact).
+  Computed on halves, so a range such as -1e308..1e308 does not overflow.
+- categorical: 0 when the published node covers one leaf, else leaves(node) / leaves(root).
+- a suppressed row counts 1 on every QI.
+
+Kernel coordinates: algorithms see each numeric QI as float64 coordinates (``QIData.num``);
+a NULL is stored as ``null_sentinel(lo)``, strictly below every coordinate (the encoder picks a
+representation where that holds, see ``encoding``), and flagged in ``QIData.num_null``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+NULL_NCP = 1.0        # a NULL range means "any value": fully generalized
+SUPPRESSED_NCP = 1.0  # a suppressed row publishes nothing useful
+NULL_OFFSET = 1.0     # NULLs sit at (lowest coordinate - NULL_OFFSET)
+
+
+def null_sentinel(lo: float) -> float:
+    """The coordinate a NULL gets when the column's lowest coordinate is ``lo``."""
+    return lo - NULL_OFFSET
+
+
+def sentinel_ok(lo: float, hi: float) -> bool:
+    """True when a float64 column with finite extremes lo..hi can be carried as its own values:
+    the NULL sentinel lies strictly below lo and the range does not overflow."""
+    return bool(np.isfinite(lo) and np.isfinite(hi) and null_sentinel(lo) < lo
+                and np.isfinite(hi - lo))
+
+
+def range_or_one(lo, hi):
+    """The divisor of numeric NCP: hi - lo (halved and doubled back, so it cannot overflow in
+    the NCP quotient), 1.0 where the column is constant (its spans are 0 then)."""
+    lo = np.asarray(lo, dtype=np.float64)
+    hi = np.asarray(hi, dtype=np.float64)
+    r = hi - lo
+    return np.where(hi > lo, r, 1.0)
+
+
+def numeric_ncp(c_lo, c_hi, g_lo, g_hi):
+    """NCP of published ranges [c_lo, c_hi] (arrays; NaN = NULL range) against the global range
+    [g_lo, g_hi] (scalars or broadcastable). Returns float64 in [0, 1]. O(len)."""
+    c_lo = np.asarray(c_lo, dtype=np.float64)
+    c_hi = np.asarray(c_hi, dtype=np.float64)
+    g_lo = np.asarray(g_lo, dtype=np.float64)
+    g_hi = np.asarray(g_hi, dtype=np.float64)
+    c_lo = np.where(np.isposinf(c_lo), g_hi, np.where(np.isneginf(c_lo), g_lo, c_lo))
+    c_hi = np.where(np.isposinf(c_hi), g_hi, np.where(np.isneginf(c_hi), g_lo, c_hi))
+    with np.errstate(invalid="ignore", over="ignore"):
+        span = c_hi / 2 - c_lo / 2
+        rng = np.where(g_hi > g_lo, g_hi / 2 - g_lo / 2, 1.0)
+        ncp = np.where(g_hi > g_lo, span / rng, 0.0)
+    ncp = np.where(np.isnan(c_lo) | np.isnan(c_hi), NULL_NCP, ncp)
+    return np.clip(ncp, 0.0, 1.0)
+
+
+def node_ncp(n_leaves) -> np.ndarray:
+    """Categorical NCP of every node of a tree from its leaf counts (node 0 = root)."""
+    nl = np.asarray(n_leaves, dtype=np.float64)
+    if nl.size == 0:
+        return nl
+    return np.where(nl <= 1, 0.0, nl / nl[0])
+
+
+def cat_ncp_value(n_leaves_node, n_leaves_root):
+    """Categorical NCP of one node: 0 for a single leaf, else the leaf fraction. Plain Python;
+    ``cat_ncp`` is the same function compiled by numba for kernels."""
+    return 0.0 if n_leaves_node <= 1 else n_leaves_node / n_leaves_root
+
+
+def __getattr__(name):
+    # ``cat_ncp`` compiles on first use, so importing this module (at connect time, through
+    # taxonomy.tree) does not import numba
+    if name == "cat_ncp":
+        from ._numba_config import njit
+        globals()["cat_ncp"] = njit(cat_ncp_value)
+        return globals()["cat_ncp"]
+    raise AttributeError(name)
+
+
+def height_ratio(sub_height) -> np.ndarray:
+    """Byun et al.'s categorical loss per node: height(subtree) / height(tree) (0 if flat)."""
+    sh = np.asarray(sub_height, dtype=np.float64)
+    if sh.size == 0 or sh[0] <= 0:
+        return np.zeros(sh.size)
+    return sh / sh[0]
+
+
+def null_cost(dn: int, weights=None) -> np.ndarray:
+    """Cost the clustering kernels charge a cluster holding a NULL on each numeric QI."""
+    w = np.ones(dn) if weights is None else np.asarray(weights, dtype=np.float64)
+    return (NULL_NCP * w).astype(np.float64)

@@ -1,0 +1,113 @@
+"""The published (anonymized) table: what ``k_anonymize`` adds, how it names a numeric QI's
+bounds, and reading back which columns publish which QI.
+
+Output of a run: every non-QI column unchanged; numeric QI ``c`` as ``bound_columns(c)`` =
+(``c_min``, ``c_max``); categorical QI ``c`` as ``c``; plus ``ADDED_COLUMNS``. Names starting
+with ``RESERVED_PREFIX`` are internal. ``check_output_names`` refuses a source table whose
+columns the output would shadow (compared case-insensitively, as DuckDB resolves names);
+``qi_layout`` reads an output table back through its run record in ``kanon_runs``.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from .errors import InvalidParameterError, UnknownObjectError
+from .taxonomy.store import recorded_tree_attrs
+
+ADDED_COLUMNS = ("ec", "ec_size", "suppressed", "kanon_run")
+RESERVED_PREFIX = "__kanon_"
+
+
+def bound_columns(qi: str) -> tuple[str, str]:
+    """The (lower, upper) bound columns publishing numeric QI ``qi``."""
+    return f"{qi}_min", f"{qi}_max"
+
+
+def check_output_names(columns, numeric) -> None:
+    """Refuse source ``columns`` the output would shadow: ``ADDED_COLUMNS``, the bound columns
+    of the ``numeric`` QIs, or the reserved prefix (case-insensitively). O(#columns)."""
+    taken = {c.lower() for c in ADDED_COLUMNS}
+    taken |= {b.lower() for c in numeric for b in bound_columns(c)}
+    clash = [c for c in columns if c.lower() in taken or c.lower().startswith(RESERVED_PREFIX)]
+    if clash:
+        raise InvalidParameterError(
+            f"column(s) {', '.join(repr(c) for c in clash)} clash with the columns k_anonymize "
+            f"adds ({', '.join(ADDED_COLUMNS)}, <numeric QI>_min/_max; names compare "
+            f"case-insensitively); rename them in a copy of the table first")
+
+
+@dataclass(frozen=True)
+class QILayout:
+    """Which columns of an anonymized table publish which QI, from its run record.
+
+    num_qi / cat_qi in table order; lo_cols[i] / hi_cols[i] publish num_qi[i]; cat_trees[i] the
+    kanon_taxonomy attr of cat_qi[i]'s tree (None: implicit flat tree); num_lo[i] / num_hi[i] the
+    data's global range of num_qi[i] (None when the run did not record it).
+    """
+    run_id: int
+    k: int
+    num_qi: list
+    cat_qi: list
+    lo_cols: list
+    hi_cols: list
+    cat_trees: list
+    num_lo: list
+    num_hi: list
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def qi_layout(con, table: str) -> QILayout:
+    """Read the layout of the anonymized ``table`` (one run) through ``con``. Errors name the
+    problem: not a k_anonymize output, several runs mixed, a run not recorded, a QI column
+    missing, bound columns in different orders. Cost: one DISTINCT over kanon_run."""
+    from .relation import resolve_source  # a table, view or file, as the metrics accept
+    source = resolve_source(con, table)
+    qualified, cols = source.sql, [c for c, _ in source.columns]
+    missing = [c for c in ("ec", "kanon_run", "suppressed") if c not in cols]
+    if missing:
+        raise InvalidParameterError(
+            f"table '{table}' is not an output of k_anonymize (no column {', '.join(missing)}); "
+            f"the utility metrics need its ec, suppressed and kanon_run columns")
+    runs = [r[0] for r in con.execute(
+        f"SELECT DISTINCT kanon_run FROM {qualified} WHERE kanon_run IS NOT NULL LIMIT 2").fetchall()]
+    if not runs:
+        raise InvalidParameterError(f"table '{table}' is empty or has no kanon_run value")
+    if len(runs) > 1:
+        raise InvalidParameterError(
+            f"table '{table}' mixes rows of several runs (kanon_run {runs[0]}, {runs[1]}, ...); "
+            f"measure one run per table")
+    cursor = con.execute("SELECT * FROM kanon_runs WHERE run_id = ?", [runs[0]])
+    names = [d[0] for d in cursor.description]
+    found = [dict(zip(names, row)) for row in cursor.fetchall()]
+    if not found:
+        raise UnknownObjectError(
+            f"run {runs[0]} of table '{table}' is not recorded in kanon_runs (was the table made "
+            f"in another database?)")
+    run = found[0]
+    num, cat = list(run.get("numeric_qi") or []), list(run.get("categorical_qi") or [])
+    # kanon_runs of earlier versions lack the global range: None (metrics fall back)
+    rng_lo, rng_hi = list(run.get("num_lo") or []), list(run.get("num_hi") or [])
+    if len(rng_lo) != len(num) or len(rng_hi) != len(num):
+        rng_lo = rng_hi = [None] * len(num)
+    rng = {c: (lo, hi) for c, lo, hi in zip(num, rng_lo, rng_hi)}
+    need = [bound_columns(c)[0] for c in num] + [bound_columns(c)[1] for c in num] + cat
+    absent = [c for c in need if c not in cols]
+    if absent:
+        raise InvalidParameterError(
+            f"table '{table}' lacks the published QI column(s) {', '.join(absent)} of run {runs[0]}")
+    pos = {c: i for i, c in enumerate(cols)}
+    num_qi = sorted(num, key=lambda c: pos[bound_columns(c)[0]])
+    if sorted(num, key=lambda c: pos[bound_columns(c)[1]]) != num_qi:
+        raise InvalidParameterError(
+            f"table '{table}': the _min and _max columns of its numeric QIs are in different "
+            f"orders; keep each QI's c_min/c_max in the same relative order as k_anonymize "
+            f"wrote them")
+    cat_qi = sorted(cat, key=lambda c: pos[c])
+    trees = recorded_tree_attrs(con, run.get("qi"), run.get("qi_trees"), run.get("source"))
+    k = run.get("k")
+    return QILayout(int(runs[0]), None if k is None else int(k), num_qi, cat_qi,
+                    [bound_columns(c)[0] for c in num_qi], [bound_columns(c)[1] for c in num_qi],
+                    [trees.get(c) for c in cat_qi],
+                    [rng[c][0] for c in num_qi], [rng[c][1] for c in num_qi])
