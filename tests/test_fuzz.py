@@ -282,12 +282,7 @@ def run_case(con, algo, case, group):
 # ------------------------------------------------------------------------------- tests
 # Known open bugs (other helpers' work, issue 9 section 2 / issue 10): strict, so a fix turns
 # them into XPASS failures and the mark is removed.
-INTEGER_EXACTNESS = ("issue 9 s.2, core: integer QIs travel as DOUBLE; values past 2^53 are rounded "
-                     "and past the BIGINT range wrap (HUGEINT min published as [-2^63, -2^63])")
-INFINITE_VALUES = ("issue 9 s.2, core: +-inf QIs: gcp() is inf, the lattice algorithms fail with "
-                   "'Invalid literal for Fraction', clustering 'classes smaller than k'")
-KNOWN = {**{(a, "extreme_int"): INTEGER_EXACTNESS for a in ALGOS},
-         **{(a, "float_specials"): INFINITE_VALUES for a in ALGOS if a != "bottomup"}}
+KNOWN: dict = {}  # (algo or "*", group) -> reason; issue 9 s.2 extreme_int / float_specials fixed by core
 
 FAST = settings(max_examples=3, deadline=None, derandomize=True, database=None,
                 phases=[Phase.explicit, Phase.generate],
