@@ -2,8 +2,9 @@
 
 A run's first read gives every row a key (the hash of its QI values, ``encoding.row_key_sql``)
 and the algorithm a class. Rows with equal QI tuples are interchangeable for the k guarantee and
-for truthfulness, so the second read (a parallel scan, in any order) hands out, for each key,
-the classes of that key's rows one by one: the j-th row seen with a key gets the j-th class
+for truthfulness, so the second read (a parallel scan, in any order) hands out, for each key
+(found through an open-addressing table over the sorted keys), the classes of that key's rows
+one by one: the j-th row seen with a key gets the j-th class
 stored for it. No rowid is needed, so any relation works (views, files, DataFrames).
 
 A row whose key was not in the first read, or more rows with a key than the first read had,
@@ -15,7 +16,7 @@ Lifetime, with no bound one run could hit while another still needs its entry: a
 ``Pass`` (one scan's counters) is dropped when all its rows have been handed out; an
 ``Assignment`` is shared by its passes and lives while a pass or a pinned owner (the Python
 API's relation) holds it. Passes abandoned part-way (``LIMIT``, an error) are dropped once idle
-for ``IDLE_S`` seconds. Memory: 16 bytes per row while held.
+for ``IDLE_S`` seconds. Memory: 16 to 24 bytes per row while held.
 """
 from __future__ import annotations
 
@@ -49,22 +50,36 @@ def _tuples_differ(skeys, order, num, num_null, cat):
 
 
 @njit
-def _hand_out(skeys, classes, used, keys, out):
+def _build_slots(skeys, slots):
+    """Open-addressing table: for each distinct key, its first position in ``skeys`` stored at
+    slot (key & mask), probing linearly (the keys are hashes already)."""
+    mask = slots.shape[0] - 1
+    for i in range(skeys.shape[0]):
+        if i > 0 and skeys[i] == skeys[i - 1]:
+            continue
+        h = skeys[i] & mask
+        while slots[h] != -1:
+            h = (h + 1) & mask
+        slots[h] = i
+
+
+@njit
+def _hand_out(skeys, slots, classes, used, keys, out):
     """Class of each row of ``keys`` (next unused slot of its key); returns -1 when all found,
     else the index of the first row whose key is unknown (2*m + i) or used up (m + i)."""
     n = skeys.shape[0]
     m = keys.shape[0]
+    mask = slots.shape[0] - 1
     for i in range(m):
         key = keys[i]
-        lo = 0
-        hi = n
-        while lo < hi:  # first position with skeys[pos] >= key
-            mid = (lo + hi) >> 1
-            if skeys[mid] < key:
-                lo = mid + 1
-            else:
-                hi = mid
-        if lo == n or skeys[lo] != key:
+        h = key & mask
+        lo = -1
+        while slots[h] != -1:
+            if skeys[slots[h]] == key:
+                lo = slots[h]
+                break
+            h = (h + 1) & mask
+        if lo < 0:
             return 2 * m + i
         u = used[lo]
         if lo + u >= n or skeys[lo + u] != key:
@@ -86,6 +101,10 @@ class Assignment:
                             "please report it (anonymizing a copy with one more column avoids it)")
         self.classes = np.asarray(ec)[order].astype(np.int32)
         self.n = int(self.keys.size)
+        n_distinct = 1 + int(np.count_nonzero(self.keys[1:] != self.keys[:-1])) if self.n else 0
+        size = 1 << max(4, (2 * n_distinct).bit_length())  # load factor <= 1/2
+        self.slots = np.full(size, -1, dtype=np.int64 if self.n >= 2**31 else np.int32)
+        _build_slots(self.keys, self.slots)
 
 
 class Pass:
@@ -148,7 +167,7 @@ class Assignments:
         out = np.empty(keys.size, dtype=np.int64)
         a = p.assignment
         with self._lock:  # one scan's chunks arrive from several threads
-            bad = _hand_out(a.keys, a.classes, p.used, keys, out)
+            bad = _hand_out(a.keys, a.slots, a.classes, p.used, keys, out)
             p.touched = time.monotonic()
             if bad < 0:
                 p.done += keys.size
