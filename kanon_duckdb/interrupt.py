@@ -9,7 +9,7 @@ the one place that bridges the two:
 - ``DuckDBPyConnection.interrupt`` is wrapped (once, on import) so that interrupting a connection
   also raises the flag of the runs started through it or through any of its cursors;
 - :func:`install_sigint_handler` (called by ``register`` on the main thread) makes Ctrl-C raise the
-  flag of every run of the process before the usual ``KeyboardInterrupt``.
+  flag of every run of the process (the usual ``KeyboardInterrupt`` when no run is in progress).
 
 Algorithms poll the flag where they already return to Python (every progress report raises
 :class:`~kanon_duckdb.errors.RunInterrupted` once it is set; chunked kernels report about every
@@ -139,13 +139,22 @@ def _wrap_connection_class() -> None:
 
 
 def _on_sigint(signum, frame):
-    stop_runs(None)
-    signal.default_int_handler(signum, frame)
+    # With runs in progress, only raise their flags: each run then stops at its next check and
+    # surfaces as a "was interrupted" error. Raising KeyboardInterrupt here instead would land in
+    # whatever Python code the main thread happens to run, e.g. inside a numba dispatcher, which
+    # turns it into "SystemError: CPUDispatcher(...) returned a result with an exception set".
+    # A second Ctrl-C (every run already flagged) or one with no run falls back to the default.
+    with _lock:
+        fresh = [r for r in _active.values() if not r.flag[0]]
+    for r in fresh:
+        r.flag[0] = 1
+    if not fresh:
+        signal.default_int_handler(signum, frame)
 
 
 def install_sigint_handler() -> None:
-    """On the main thread, when Ctrl-C still has Python's default handler, make it also stop the
-    running anonymizations (then raise ``KeyboardInterrupt`` as before). Idempotent."""
+    """On the main thread, when Ctrl-C still has Python's default handler, make it stop the running
+    anonymizations (``KeyboardInterrupt`` as before when none is running). Idempotent."""
     if threading.current_thread() is not threading.main_thread():
         return
     with contextlib.suppress(ValueError, TypeError):
