@@ -27,6 +27,7 @@ from sqlglot import exp
 
 from ..errors import UnsupportedQueryError
 from .sqlgen import DIALECT, column, number, quote
+from .weight_aggregates import transform_outputs
 
 GROUP_PREFIX = "__kanon_g"
 
@@ -96,13 +97,7 @@ def qi_midpoints(expression: exp.Expression, ctx) -> exp.Expression:
             return _midpoint(ctx.numeric[node.name.lower()])
         return node
 
-    for key in ("expressions", "order"):
-        value = out.args.get(key)
-        if isinstance(value, list):
-            out.set(key, [v.transform(mid) for v in value])
-        elif value is not None:
-            out.set(key, value.transform(mid))
-    return out
+    return transform_outputs(out, mid)
 
 
 def spread_qi_groups(expression: exp.Expression, ctx) -> exp.Expression:

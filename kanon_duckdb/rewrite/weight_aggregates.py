@@ -66,10 +66,16 @@ def weight_aggregates(expression: exp.Expression, ctx) -> exp.Expression:
             return weighted(node, ctx)
         return node
 
+    return transform_outputs(out, swap)
+
+
+def transform_outputs(select: exp.Expression, fn) -> exp.Expression:
+    """Apply ``fn`` (a sqlglot transform) to the projections and the ORDER BY of ``select``, in
+    place; returns it."""
     for key in ("expressions", "order"):
-        value = out.args.get(key)
+        value = select.args.get(key)
         if isinstance(value, list):
-            out.set(key, [v.transform(swap) for v in value])
+            select.set(key, [v.transform(fn) for v in value])
         elif value is not None:
-            out.set(key, value.transform(swap))
-    return out
+            select.set(key, value.transform(fn))
+    return select

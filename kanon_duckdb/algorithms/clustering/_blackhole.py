@@ -52,7 +52,7 @@ import numpy as np
 from ... import interrupt
 from ..._numba_config import njit
 from ..base import Partition, QIData
-from ._ncp import (add_record, build_ncp_data, clear_cluster, cluster_ncp, ncp_with, new_stats,
+from ._ncp import (add_record, build_ncp_data, clear_cluster, copy_cluster, cluster_ncp, ncp_with, new_stats,
                    partition_il, stats_from_labels)
 
 
@@ -122,19 +122,6 @@ def match_clusters(bh, n_bh, star, n_star):
 
 
 @njit
-def _copy_cluster(src, a, dst, b):
-    """dst cluster b := src cluster a (statistics only)."""
-    dst.size[b] = src.size[a]
-    for j in range(src.nmin.shape[1]):
-        dst.nmin[b, j] = src.nmin[a, j]
-        dst.nmax[b, j] = src.nmax[a, j]
-        dst.nnull[b, j] = src.nnull[a, j]
-    for j in range(src.cmin.shape[1]):
-        dst.cmin[b, j] = src.cmin[a, j]
-        dst.cmax[b, j] = src.cmax[a, j]
-
-
-@njit
 def move_toward(ds, star, n_star, bh, n_bh, rand, k, max_size):
     """One discrete eq.-10 move of ``star`` toward the black hole ``bh``; a local search step.
 
@@ -192,7 +179,7 @@ def move_toward(ds, star, n_star, bh, n_bh, rand, k, max_size):
                 if slot[d] < 0:
                     slot[d] = nd
                     used[nd] = d
-                    _copy_cluster(st, d, tmp, nd)
+                    copy_cluster(st, d, tmp, nd)
                     nd += 1
                 add_record(ds, tmp, slot[d], r)
             else:
@@ -232,9 +219,9 @@ def move_toward(ds, star, n_star, bh, n_bh, rand, k, max_size):
                 accepted += 1
                 for q in range(nd):
                     d = used[q]
-                    _copy_cluster(tmp, q, st, d)
+                    copy_cluster(tmp, q, st, d)
                     ncp[d] = cluster_ncp(ds, st, d)
-                _copy_cluster(tmp, nd, st, s)
+                copy_cluster(tmp, nd, st, s)
                 ncp[s] = cluster_ncp(ds, st, s)
                 head[s] = -1
                 for i in range(m):

@@ -209,6 +209,19 @@ def clear_cluster(st, c):
 
 
 @njit
+def copy_cluster(src, a, dst, b):
+    """dst cluster b := src cluster a (statistics only; src and dst may be the same)."""
+    dst.size[b] = src.size[a]
+    for j in range(src.nmin.shape[1]):
+        dst.nmin[b, j] = src.nmin[a, j]
+        dst.nmax[b, j] = src.nmax[a, j]
+        dst.nnull[b, j] = src.nnull[a, j]
+    for j in range(src.cmin.shape[1]):
+        dst.cmin[b, j] = src.cmin[a, j]
+        dst.cmax[b, j] = src.cmax[a, j]
+
+
+@njit
 def add_record(ds, st, c, r):
     st.size[c] += 1
     for j in range(ds.num.shape[1]):

@@ -18,7 +18,7 @@ Information-quantity loss (eq. 2-4) of a class e, with the per-QI tables ``iq``:
 import numpy as np
 
 from ..._numba_config import njit
-from ._ncp import add_record, cat_cost, lca_node, new_stats, pair_dist
+from ._ncp import add_record, cat_cost, copy_cluster, lca_node, new_stats, pair_dist
 
 
 @njit
@@ -226,7 +226,7 @@ def greedy_fill(ds, ids, side, k, iq_num, iq_node):
                 continue
             # cost of adding ids[t] to the small side: evaluate on a scratch slot
             st.size[1] = 0
-            _copy_cluster(st, 0, 1)
+            copy_cluster(st, 0, st, 1)
             add_record(ds, st, 1, ids[t])
             cc = info_loss_of(ds, st, 1, iq_num, iq_node) - base
             if cc < bc:
@@ -240,13 +240,3 @@ def greedy_fill(ds, ids, side, k, iq_num, iq_node):
     return moved
 
 
-@njit
-def _copy_cluster(st, a, b):
-    st.size[b] = st.size[a]
-    for j in range(st.nmin.shape[1]):
-        st.nmin[b, j] = st.nmin[a, j]
-        st.nmax[b, j] = st.nmax[a, j]
-        st.nnull[b, j] = st.nnull[a, j]
-    for j in range(st.cmin.shape[1]):
-        st.cmin[b, j] = st.cmin[a, j]
-        st.cmax[b, j] = st.cmax[a, j]

@@ -210,39 +210,6 @@ def group_tuple(codes, rep, cnt, identity, cols, want_cls):
 
 
 @njit
-def class_stats(out_rep, out_cnt, k, codes, cols, coff, cncp):
-    """Statistics of a grouped node: (min class size, rows in classes < k, sum of |e|^2 over
-    classes >= k, sum of |e|^2 over all classes, sum over suppressed rows of their mean NCP).
-
-    cncp float64 flat: NCP of code x of column c at cncp[coff[c] + x].
-    """
-    C = out_rep.shape[0]
-    d = cols.shape[0]
-    mn = np.int64(1) << 62
-    sup = np.int64(0)
-    sq_ok = 0.0
-    sq_all = 0.0
-    sup_ncp = 0.0
-    for s in range(C):
-        c = out_cnt[s]
-        if c < mn:
-            mn = c
-        cc = float(c) * float(c)
-        sq_all += cc
-        if c < k:
-            sup += c
-            r = out_rep[s]
-            acc = 0.0
-            for j in range(d):
-                acc += cncp[coff[cols[j]] + codes[cols[j], r]]
-            if d > 0:
-                sup_ncp += c * acc / d
-        else:
-            sq_ok += cc
-    return mn, sup, sq_ok, sq_all, sup_ncp
-
-
-@njit
 def class_stats_ok(out_rep, out_cnt, ok, codes, cols, coff, cncp):
     """``class_stats`` with the suppressed classes given: class s is kept iff ok[s] (privacy
     models beyond k). Same outputs."""
@@ -270,6 +237,16 @@ def class_stats_ok(out_rep, out_cnt, ok, codes, cols, coff, cncp):
         else:
             sq_ok += cc
     return mn, sup, sq_ok, sq_all, sup_ncp
+
+
+@njit
+def class_stats(out_rep, out_cnt, k, codes, cols, coff, cncp):
+    """Statistics of a grouped node: (min class size, rows in classes < k, sum of |e|^2 over
+    classes >= k, sum of |e|^2 over all classes, sum over suppressed rows of their mean NCP).
+
+    cncp float64 flat: NCP of code x of column c at cncp[coff[c] + x].
+    """
+    return class_stats_ok(out_rep, out_cnt, out_cnt >= k, codes, cols, coff, cncp)
 
 
 @njit
