@@ -51,7 +51,7 @@ def synthetic(n: int, seed: int = 0):
     sys.path.insert(0, __file__.rsplit("/benchmarks/", 1)[0] + "/tests")
     import naive  # the tests' random tree builder
 
-    from kanon_duckdb.algorithms.base import QIData
+    from kanon_duckdb.qidata import QIData
     from kanon_duckdb.taxonomy.tree import build_index
 
     rng = np.random.default_rng(seed)

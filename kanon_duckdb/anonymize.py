@@ -17,7 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .algorithms import get_algorithm
-from .algorithms.base import Partition, QIData, no_progress
+from .algorithms.base import Partition, no_progress
+from .qidata import QIData
 from .encoding import QIPlan, encode, plan_qis, resolve_column
 from .errors import InfeasibleError, InvalidParameterError
 from .generalize import Generalized, generalize, per_qi_loss

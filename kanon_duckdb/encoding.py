@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow.compute as pc
 
 from ._numba_config import njit
-from .algorithms.base import QIData
+from .qidata import QIData
 from .codec import PLAIN, NumericCodec, choose_int
 from .ncp import NULL_OFFSET, sentinel_ok
 from .published import check_output_names

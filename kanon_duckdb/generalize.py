@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from ._numba_config import njit
-from .algorithms.base import Partition, QIData
+from .algorithms.base import Partition
+from .qidata import QIData
 from .class_stats import class_stats
 from .ncp import SUPPRESSED_NCP, node_ncp
 from .taxonomy._lca import lca_nodes

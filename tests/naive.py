@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
-from kanon_duckdb.algorithms.base import QIData
+from kanon_duckdb.qidata import QIData
 from kanon_duckdb.taxonomy.tree import build_index
 
 

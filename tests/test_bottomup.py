@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kanon_duckdb.algorithms.base import QIData
+from kanon_duckdb.qidata import QIData
 from kanon_duckdb.algorithms.bottomup import level_groups, partition_rows
 from kanon_duckdb.algorithms.bottomup._kernels import topdown_partition
 from kanon_duckdb.taxonomy.tree import build_index

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import naive
-from kanon_duckdb.algorithms.base import QIData
+from kanon_duckdb.qidata import QIData
 from kanon_duckdb.algorithms.clustering import cof_mondrian
 from kanon_duckdb.algorithms.clustering._ncp import build_ncp_data, pair_dist
 from kanon_duckdb.algorithms.mondrian import partition_rows

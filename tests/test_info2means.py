@@ -107,7 +107,7 @@ def test_info_loss_matches_formula(seed, n, dn, dc):
 
 
 def test_decimal_step_of_float_columns():
-    from kanon_duckdb.algorithms.base import QIData
+    from kanon_duckdb.qidata import QIData
 
     num = np.array([[0.5], [1.25], [2.0]])
     data = QIData(n=3, num=num, num_null=np.zeros((3, 1), bool), num_lo=np.array([0.5]),

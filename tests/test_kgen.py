@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from kanon_duckdb.algorithms import get_algorithm
-from kanon_duckdb.algorithms.base import QIData
+from kanon_duckdb.qidata import QIData
 from kanon_duckdb.algorithms.lattice import NodeChecker, build_space, kgen
 from kanon_duckdb.taxonomy import build_index
 

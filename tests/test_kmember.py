@@ -66,7 +66,7 @@ def _height_vs_ncp_data():
 
     From the cluster {x0}: x1 costs 0.3 + NCP(A) = 0.3 + 4/5 = 1.1 with the leaf-count cost and
     0.3 + height(A)/height(*) = 0.3 + 1/2 = 0.8 with the height cost (Def. 5); x2 costs 0 + 1."""
-    from kanon_duckdb.algorithms.base import QIData
+    from kanon_duckdb.qidata import QIData
     from kanon_duckdb.taxonomy.tree import build_index
     edges = [("*", None), ("A", "*"), ("a1", "A"), ("a2", "A"), ("a3", "A"), ("a4", "A"), ("b", "*")]
     t = build_index("c", edges)

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 import kanon_duckdb
 from kanon_duckdb.algorithms import get_algorithm
-from kanon_duckdb.algorithms.base import QIData
+from kanon_duckdb.qidata import QIData
 from kanon_duckdb.algorithms.lattice import NodeChecker, build_space, optimal
 from kanon_duckdb.algorithms.lattice.levels import numeric_tree
 from kanon_duckdb.errors import InvalidParameterError

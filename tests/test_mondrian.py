@@ -6,7 +6,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 import naive
-from kanon_duckdb.algorithms.base import Partition, QIData
+from kanon_duckdb.algorithms.base import Partition
+from kanon_duckdb.qidata import QIData
 from kanon_duckdb.algorithms.mondrian import _kernels, _order_stats, partition_rows, run
 from kanon_duckdb.generalize import generalize
 from kanon_duckdb.taxonomy.tree import build_index
@@ -137,7 +138,7 @@ def flat_segments(draw):
 def test_leaf_children_cut_equals_the_general_tree_cut(case):
     """The O(rows) path for an LCA whose children are leaves picks the same side sets and cost
     as the general boundary walk (forced here by claiming every subtree is deeper)."""
-    from kanon_duckdb.algorithms.base import pack_trees
+    from kanon_duckdb.qidata import pack_trees
     tree, values, k = case
     leaf_node, leaf_off, parent, leaf_hi, n_leaves, node_off, sub_height, _ = pack_trees([tree])
     W = values.reshape(-1, 1).copy()

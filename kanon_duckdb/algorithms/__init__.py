@@ -7,7 +7,8 @@ from __future__ import annotations
 import importlib
 
 from ..errors import InvalidParameterError
-from .base import Algorithm, Partition, QIData
+from .base import Algorithm, Partition
+from ..qidata import QIData
 
 _FAMILIES = ("mondrian", "clustering", "lattice", "bottomup")
 _registry: dict[str, Algorithm] | None = None

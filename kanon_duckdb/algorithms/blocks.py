@@ -23,7 +23,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .base import Partition, QIData, no_progress
+from .base import Partition, no_progress
+from ..qidata import QIData
 
 DEFAULT_PARTITION_ABOVE = 50_000
 DEFAULT_BLOCK_ROWS = 2_000

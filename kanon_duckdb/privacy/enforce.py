@@ -21,7 +21,8 @@ import dataclasses
 import numpy as np
 
 from .._numba_config import njit
-from ..algorithms.base import Partition, QIData
+from ..algorithms.base import Partition
+from ..qidata import QIData
 from ..errors import InfeasibleError
 from ..taxonomy._lca import lca_of_range
 from . import _kernels as K

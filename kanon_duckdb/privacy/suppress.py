@@ -20,7 +20,8 @@ import math
 import numpy as np
 
 from .._numba_config import njit
-from ..algorithms.base import Partition, QIData
+from ..algorithms.base import Partition
+from ..qidata import QIData
 from .enforce import _box_ncp
 from .spec import PrivacySpec
 

@@ -20,7 +20,7 @@ def lca_of_range(leaf_node, parent, leaf_hi, lo_leaf, hi_leaf):
 
 @njit
 def lca_packed(leaf_node, leaf_off, parent, leaf_hi, node_off, j, lo_leaf, hi_leaf):
-    """``lca_of_range`` in tree j of packed arrays (algorithms.base.PackedTrees): local node id."""
+    """``lca_of_range`` in tree j of packed arrays (qidata.PackedTrees): local node id."""
     no = node_off[j]
     u = leaf_node[leaf_off[j] + lo_leaf]
     while leaf_hi[no + u] < hi_leaf:
@@ -31,7 +31,7 @@ def lca_packed(leaf_node, leaf_off, parent, leaf_hi, node_off, j, lo_leaf, hi_le
 @njit
 def lca_nodes(cmin, cmax, leaf_node, leaf_off, parent, leaf_hi, node_off):
     """LCA node per row and tree: cmin/cmax int (C, dc) smallest/largest leaf ordinal of each
-    group in tree j (packed arrays, see algorithms.base.pack_trees); returns int32 (C, dc).
+    group in tree j (packed arrays, see qidata.pack_trees); returns int32 (C, dc).
     O(C·dc·height)."""
     n_rows, dc = cmin.shape
     nodes = np.empty((n_rows, dc), dtype=np.int32)

@@ -28,7 +28,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...params import declared
-from ..base import Algorithm, Partition, QIData, no_progress
+from ..base import Algorithm, Partition, no_progress
+from ...qidata import QIData
 from ..mondrian import stack_dimensions
 from ._kernels import join_cheapest, topdown_partition
 

@@ -3,7 +3,7 @@ groups and the placement of leftover rows.
 
 Layout (as Mondrian's ``stack_dimensions``): ``X`` float64 (n, d), numeric QIs first (NULL encoded
 below the global minimum ``gmin[j]``), then categorical leaf ordinals; packed tree arrays as in
-``algorithms.base.pack_trees``. No validation here.
+``qidata.pack_trees``. No validation here.
 """
 from __future__ import annotations
 

@@ -51,7 +51,8 @@ import numpy as np
 
 from ... import interrupt
 from ..._numba_config import njit
-from ..base import Partition, QIData
+from ..base import Partition
+from ...qidata import QIData
 from ._ncp import (add_record, build_ncp_data, clear_cluster, copy_cluster, cluster_ncp, ncp_with, new_stats,
                    partition_il, stats_from_labels)
 

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import Partition, QIData, no_progress
+from ..base import Partition, no_progress
+from ...qidata import QIData
 
 
 def trivial_labels(n: int, k: int, progress, min_clusters: int = 0):

@@ -97,7 +97,7 @@ from ..._numba_config import njit, njit_parallel
 from ... import ncp as ncp_def
 from ...class_stats import class_stats
 from ...taxonomy._lca import lca_packed
-from ..base import QIData, pack_trees
+from ...qidata import QIData, pack_trees
 
 PAIR_TABLE_MAX_LEAVES = 512
 PAR_MIN = 65536  # one thread share per PAR_MIN candidates: a parallel launch costs ~20 us idle, ms on a busy machine

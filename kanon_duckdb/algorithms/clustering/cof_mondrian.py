@@ -31,7 +31,8 @@ import dataclasses
 import numpy as np
 
 from ...params import declared
-from ..base import Algorithm, Partition, QIData, no_progress
+from ..base import Algorithm, Partition, no_progress
+from ...qidata import QIData
 from ..mondrian import partition_rows
 from ._ncp import build_ncp_data
 from .cof_mondrian_kernels import ac_rows, cof_all_groups, cof_from_ac, knn_rows, merge_into_nearest

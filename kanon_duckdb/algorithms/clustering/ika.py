@@ -27,7 +27,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..._numba_config import njit
-from ..base import Algorithm, QIData, no_progress
+from ..base import Algorithm, no_progress
+from ...qidata import QIData
 from ._common import run_from_labels, trivial_labels
 from ._ncp import (_insert_sorted, _remove, assign_to_nearest, build_ncp_data,
                    leaf_costs_of_record, pair_dist, pair_dist_lc_bounded, run_in_chunks)

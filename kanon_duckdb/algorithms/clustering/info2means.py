@@ -54,7 +54,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...params import declared
-from ..base import Algorithm, Partition, QIData, no_progress
+from ..base import Algorithm, Partition, no_progress
+from ...qidata import QIData
 from ._ncp import build_ncp_data
 from .info2means_kernels import greedy_fill, info_loss_labels, two_means
 

@@ -46,7 +46,8 @@ import numpy as np
 from ..._numba_config import njit
 from ...errors import InvalidParameterError
 from ...params import declared
-from ..base import Algorithm, Partition, QIData, no_progress
+from ..base import Algorithm, Partition, no_progress
+from ...qidata import QIData
 from ._common import trivial_labels
 from ._ncp import (_remove, add_record, argmax_pair_dist, assign_to_cheapest, build_ncp_data,
                    n_threads, ncp_with, new_stats, run_in_chunks, smallest_ncp_with)

@@ -30,7 +30,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..._numba_config import njit
-from ..base import Algorithm, QIData, no_progress
+from ..base import Algorithm, no_progress
+from ...qidata import QIData
 from ._common import run_from_labels, trivial_labels
 from ._ncp import (add_record, build_ncp_data, cat_cost, ncp_with, ncp_with_bounded, new_stats,
                    run_in_chunks)

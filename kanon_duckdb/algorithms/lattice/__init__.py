@@ -25,7 +25,8 @@ import time
 from ...errors import InfeasibleError
 from ... import interrupt
 from ...params import declared
-from ..base import Algorithm, Partition, QIData, no_progress
+from ..base import Algorithm, Partition, no_progress
+from ...qidata import QIData
 from . import datafly, kgen, optimal, random_search
 from .checker import LOSSES, NodeChecker
 from .levels import build_space

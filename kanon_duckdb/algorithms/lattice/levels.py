@@ -28,7 +28,7 @@ import numpy as np
 from ...ncp import node_ncp
 from ...taxonomy import builders
 from ...taxonomy.tree import TaxonomyIndex, build_index
-from ..base import QIData
+from ...qidata import QIData
 
 
 @dataclass

@@ -26,7 +26,8 @@ from __future__ import annotations
 import numpy as np
 
 from ... import interrupt
-from ..base import Algorithm, Partition, QIData, no_progress
+from ..base import Algorithm, Partition, no_progress
+from ...qidata import QIData
 from ...taxonomy._lca import lca_nodes
 from ...privacy import spec_of
 from ...privacy.spec import empty_packed
