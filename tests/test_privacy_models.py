@@ -207,7 +207,8 @@ def test_model_declarations():
                                                   "MaxRisk", "AvgRisk"]
     assert max(m.min_class_size for m in models) == 10  # avg_risk 0.1 -> classes of >= 10
     assert all(m.monotone_generalization and m.local_recoding for m in models)
-    assert not models[-1].monotone_suppression  # average risk
+    # size-based models and distinct l are monotone under suppression; entropy l and t are not
+    assert [m.monotone_suppression for m in models] == [True, False, False, True, True]
     assert math.isclose(models[2].t, 0.2)
 
 

@@ -4,8 +4,13 @@ Each model is a frozen dataclass that states, in one place, what search may assu
 
 - ``monotone_generalization``: if two classes satisfy it, so does their union (a coarser node /
   a merged cluster is safe); Mondrian's top-down cuts and the lattice's cone tagging rely on it.
-- ``monotone_suppression``: suppressing violating classes never makes a generalization worse,
-  so "feasible within the suppression limit" is monotone over the lattice.
+- ``monotone_suppression``: when a class of a coarser node violates the model, so does every
+  class it is the union of; then a coarser node never suppresses more rows and "feasible within
+  the suppression limit" is monotone over the lattice (ARX: "monotonic with suppression"). True
+  for size-based models and distinct l-diversity; false for entropy / recursive l-diversity and
+  t-closeness (a union can violate while one of its parts satisfies: entropy is concave and EMD
+  convex, so a union only lies between its parts). ``optimal`` then searches without cone tags
+  when suppression is allowed (``compat``).
 - ``local_recoding``: it can be judged class by class, so local-recoding algorithms (Mondrian,
   clustering) can enforce it.
 - ``min_class_size``: the class size it implies on its own.
@@ -71,10 +76,11 @@ class DistinctLDiversity:
 @dataclass(frozen=True)
 class EntropyLDiversity:
     """exp(entropy) of the class's sensitive values is at least l, i.e. -sum p ln p >= ln l
-    (Machanavajjhala et al. 2007). Monotone under generalization (entropy is concave)."""
+    (Machanavajjhala et al. 2007). Monotone under generalization (entropy is concave), not under
+    suppression (a,a,b,b plus a,a,a,a: the first part is 2-diverse, the union is not)."""
     l: float
     monotone_generalization = True
-    monotone_suppression = True
+    monotone_suppression = False
     local_recoding = True
     citation = "Machanavajjhala et al. 2007"
     kind = 2
@@ -94,11 +100,12 @@ class EntropyLDiversity:
 @dataclass(frozen=True)
 class RecursiveCLDiversity:
     """r_1 < c (r_l + ... + r_m) for the class's value counts in descending order
-    (Machanavajjhala et al. 2007): the most frequent value is not too frequent."""
+    (Machanavajjhala et al. 2007): the most frequent value is not too frequent. Monotone under
+    generalization, not under suppression (as entropy l-diversity)."""
     c: float
     l: float
     monotone_generalization = True
-    monotone_suppression = True
+    monotone_suppression = False
     local_recoding = True
     citation = "Machanavajjhala et al. 2007"
     kind = 3
@@ -126,11 +133,12 @@ class TCloseness:
     1 apart: EMD = half the L1 distance), 'ordered' (values i, j of m ordered values are
     |i - j| / (m - 1) apart), 'hierarchical' (height of their lowest common ancestor / height of
     the sensitive attribute's taxonomy). Monotone under generalization: EMD against a fixed
-    distribution is convex, so a union is no farther than its farthest part."""
+    distribution is convex, so a union is no farther than its farthest part; not monotone under
+    suppression (a union of a close and a far part can be too far)."""
     t: float
     distance: str = "equal"  # per attribute in PrivacySpec.t_kind
     monotone_generalization = True
-    monotone_suppression = True
+    monotone_suppression = False
     local_recoding = True
     citation = "Li, Li, Venkatasubramanian 2007"
     min_class_size = 1
@@ -160,14 +168,13 @@ class MaxRisk:
 @dataclass(frozen=True)
 class AvgRisk:
     """Prosecutor model: the average re-identification risk over published records,
-    classes / records, is at most ``threshold``. Not a per-class predicate: local-recoding
-    algorithms enforce the sufficient class size ceil(1/threshold) (conservative); lattice
-    searches check it exactly on each node. With suppression it is not monotone (a class
-    leaving suppression can raise the average), so an exact search (``optimal``) refuses that
-    combination."""
+    classes / records, is at most ``threshold``. Not a per-class predicate: every algorithm
+    enforces the sufficient class size ceil(1/threshold) (conservative: the average of risks
+    that are each at most ``threshold``), which is a size limit like k and so monotone under
+    generalization and suppression."""
     threshold: float
     monotone_generalization = True
-    monotone_suppression = False
+    monotone_suppression = True  # enforced through min_class_size
     local_recoding = True  # through min_class_size (sufficient)
     citation = "El Emam & Dankar 2008 (prosecutor risk)"
 

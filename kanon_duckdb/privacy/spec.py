@@ -55,7 +55,8 @@ def parse_sensitive(value) -> list:
 def parse_models(params: dict, k: int, algo: str = "k_anonymize"):
     """(models tuple, sensitive names, t_distance or None) from the privacy parameters, each
     checked against its declaration in ``kanon_duckdb.params.PRIVACY`` (kind, range, choices),
-    then against each other."""
+    then against each other, then (``algo`` a registered algorithm) against what that algorithm
+    can enforce (``compat.check``)."""
     from ..params import PRIVACY
     decl = {p.name: p for p in PRIVACY}
     given = {n: v for n, v in (params or {}).items() if v is not None}
@@ -89,7 +90,16 @@ def parse_models(params: dict, k: int, algo: str = "k_anonymize"):
     for name, cls in (("max_risk", MaxRisk), ("avg_risk", AvgRisk)):
         if vals.get(name) is not None:
             models.append(cls(vals[name]))
+    _check_algorithm(algo, tuple(models))
     return tuple(models), sensitive, tdist
+
+
+def _check_algorithm(algo: str, models: tuple) -> None:
+    from ..algorithms import registry
+    from . import compat
+    reg = registry()
+    if algo in reg:
+        compat.check(reg[algo], models, reg)
 
 
 @dataclass

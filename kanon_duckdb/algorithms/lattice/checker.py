@@ -13,9 +13,11 @@ Losses (``loss :=``), all computed on what is published (suppressed rows fully g
 - ``dm``: discernibility, sum of |e|^2 over published classes plus n per suppressed row.
 
 Privacy models (``privacy``, l-diversity / t-closeness / risk): a class is suppressed when it is
-smaller than the models' class size or violates a model on its sensitive values; feasibility
-stays monotone because every model is monotone under generalization (a violating class of a
-coarser node is a union of violating classes of the finer one). Such nodes are grouped from the
+smaller than the models' class size or violates a model on its sensitive values. Without
+suppression feasibility stays monotone (every model is monotone under generalization); with it,
+only for models monotone under suppression (k, risks, distinct l): for entropy / recursive l and
+t-closeness a coarser class can violate while a finer part satisfies, so ``optimal`` then drops
+its cone tags (``privacy.compat.feasibility_is_monotone``). Such nodes are grouped from the
 raw rows (their classes' histograms need the rows), not rolled up.
 
 Speed: results are memoized; a node is grouped from the smallest cached class table of a node

@@ -14,6 +14,10 @@ al. 2012) in practice:
    loss is monotone, no better: pruned); infeasible -> every specialization is infeasible. With
    DM, a node's sum of squared class sizes bounds the loss of every node above it.
 4. Feasible nodes the tags cannot rule out (non-monotone loss under suppression) are evaluated.
+5. With suppression and a privacy model that is not monotone under suppression (entropy /
+   recursive l-diversity, t-closeness: ``privacy.compat.feasibility_is_monotone``) feasibility is
+   not monotone over the lattice, so no FEAS/INFEAS cone is tagged and every node whose bound can
+   still win is evaluated (loss pruning stays: it needs only a monotone loss).
 
 Exactness: a node is skipped only if it is infeasible (tag), provably no better than an
 evaluated feasible node (tag), or its lower bound is at least the best loss (order).
@@ -25,6 +29,7 @@ import numpy as np
 from ...errors import InvalidParameterError
 from . import _kernels as K
 from .checker import NodeChecker
+from ...privacy.compat import feasibility_is_monotone
 
 FEAS, INFEAS, PRUNED, EVAL = 1, 2, 4, 8
 MAX_NODES = 5_000_000
@@ -62,6 +67,7 @@ def search(ch: NodeChecker, progress=None):
     order = np.lexsort((height, lb))
     status = np.zeros(M, dtype=np.uint8)
     monotone = ch.loss_is_monotone
+    cones = feasibility_is_monotone(ch.privacy.models if ch.privacy is not None else (), ch.limit)
     best = [np.inf, None]
     n_paths = [0]
 
@@ -72,12 +78,13 @@ def search(ch: NodeChecker, progress=None):
         res = ch.check(levels_of(u))
         status[u] |= EVAL
         if res.feasible:
-            K.tag_closure(status, u, FEAS, radix, strides, True)
+            if cones:
+                K.tag_closure(status, u, FEAS, radix, strides, True)
             if res.loss < best[0]:
                 best[0], best[1] = res.loss, u
             if monotone:
                 K.tag_closure(status, u, PRUNED, radix, strides, True)
-        else:
+        elif cones:
             K.tag_closure(status, u, INFEAS, radix, strides, False)
         if ch.loss_name == "dm" and res.lower_bound >= best[0]:
             K.tag_closure(status, u, PRUNED, radix, strides, True)
@@ -128,12 +135,15 @@ def search(ch: NodeChecker, progress=None):
         st = status[u]
         if st & (INFEAS | PRUNED | EVAL):
             continue
+        if not cones:
+            evaluate(u)
+            continue
         if not st & FEAS:
             resolve(u)
             st = status[u]
         if st & FEAS and not st & (EVAL | PRUNED):
             evaluate(u)
-    return levels_of(best[1]), {"n_paths": n_paths[0], "lattice_size": M}
+    return levels_of(best[1]), {"n_paths": n_paths[0], "lattice_size": M, "cone_tags": cones}
 
 
 def _unit(j, L, lo):
