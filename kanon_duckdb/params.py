@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import InvalidParameterError
+from .objectives import CLUSTER_COSTS, LATTICE_LOSSES
 
 KINDS = ("int", "float", "bool", "str", "column", "columns")
 _TRUE = ("1", "true", "t", "yes", "on")
@@ -145,7 +146,7 @@ def _num(x) -> str:
 SHARED: dict[str, Param] = {p.name: p for p in (
     Param("max_suppression", "float", 0.0, lo=0.0, hi=1.0,
           doc="largest fraction of rows that may be suppressed (published fully generalized)"),
-    Param("loss", "str", "log", choices=("log", "gcp", "dm"),  # = lattice.checker.LOSSES
+    Param("loss", "str", "log", choices=LATTICE_LOSSES,  # declared in kanon_duckdb.objectives
           doc="objective of the lattice search: log (levels), gcp, dm (discernibility)"),
     Param("max_evaluations", "int", 5000, lo=1, doc="lattice nodes the search may evaluate"),
 )}
@@ -166,7 +167,7 @@ ALGORITHM_PARAMS: dict[str, tuple] = {
         # default 'random': lowest GCP at every k on Adult and 2-4x faster (README, k-member)
         Param("seed_choice", "str", "random", choices=("furthest", "random"),
               doc="first record of each cluster: random (default), or furthest from the previous"),
-        Param("cost", "str", "ncp", choices=("ncp", "height"),
+        Param("cost", "str", "ncp", choices=CLUSTER_COSTS,
               doc="information loss: ncp, or height (Wang, Liu, Gao Table III)"), *_BLOCKS),
     "oka": _BLOCKS,
     "ika": _BLOCKS,

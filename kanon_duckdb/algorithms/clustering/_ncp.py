@@ -10,7 +10,9 @@ categoricals as in the KAB paper eq. 1-3, i.e. the quantity GCP reports):
 - categorical QI j:  NCP_j(e) = node_cost[LCA(e)]; with the default ``cost='ncp'`` that is
   leaves(LCA)/leaves(root), and 0 when the class holds a single leaf. ``cost='height'`` gives
   Byun's height(LCA subtree)/height(tree) instead (the ``total_il`` metric).
-- NCP(e) = sum_j NCP_j(e) (unweighted; pass ``weights`` to build_ncp_data for a weighted sum),
+- NCP(e) = sum_j w_j NCP_j(e), w the run's per-QI ``weights :=`` (mean 1; all 1 by default) or
+  the ``weights`` passed to build_ncp_data; the categorical node costs come from the objectives
+  registry (``kanon_duckdb.objectives``),
   IL(e) = |e| * NCP(e), total IL of a partition = sum_e IL(e).
 - record-to-record distance d(a, b) = NCP({a, b}) (numeric |a-b|/range, categorical cost of
   LCA(a, b), 0 for the same leaf); record-to-cluster distance = NCP(e U {r}).
@@ -95,6 +97,7 @@ from numba import prange
 
 from ..._numba_config import njit, njit_parallel
 from ... import ncp as ncp_def
+from ... import objectives
 from ...class_stats import class_stats
 from ...taxonomy._lca import lca_packed
 from ...qidata import QIData, pack_trees
@@ -145,26 +148,27 @@ def _fill_pair_table(leaf_node, parent, leaf_hi, node_cost, L, out):
 def build_ncp_data(data: QIData, cost: str = "ncp", weights=None) -> NCPData:
     """Pack ``data`` into the :class:`NCPData` bundle the kernels take (Python, once per run).
 
-    cost     'ncp' (leaves(LCA)/leaves(root), default) or 'height' (height(LCA)/height(tree)).
-    weights  optional per-QI weights, numeric QIs first then categorical (default all 1).
+    cost     a clustering objective of ``kanon_duckdb.objectives``: 'ncp' (leaves(LCA)/leaves(root),
+             default), 'height' (height(LCA)/height(tree)) or 'iq' (information quantity).
+    weights  per-QI weights, numeric QIs first then categorical; default the run's ``weights :=``
+             (``objectives.weight_vector``), all 1 when none were given.
     """
-    if cost not in ("ncp", "height"):
-        raise ValueError(f"cost must be 'ncp' or 'height', got {cost!r}")
+    objective = objectives.get(cost, "cluster")
     dn, dc = data.dn, data.dc
+    if weights is None:
+        weights = objectives.weight_vector(data)
     w = np.ones(dn + dc) if weights is None else np.asarray(weights, dtype=np.float64)
     rng = data.num_range
     inv_range = w[:dn] / rng
     null_cost = ncp_def.null_cost(dn, w[:dn])
     packed = pack_trees(data.trees)
     leaf_node, leaf_off, parent, leaf_hi, n_leaves, node_off, sub_height, _leaf_lo = packed
-    base_cost = packed.node_ncp() if cost == "ncp" else packed.height_ratio()
     node_cost = np.zeros(int(node_off[-1]), dtype=np.float64)
     pair_off = np.zeros(dc + 1, dtype=np.int64)
     tables = []
     for j, t in enumerate(data.trees):
         a, b = int(node_off[j]), int(node_off[j + 1])
-        c = base_cost[a:b]
-        node_cost[a:b] = w[dn + j] * c
+        node_cost[a:b] = objective.node_cost(t, w[dn + j])
         L = t.leaf_count
         if L <= PAIR_TABLE_MAX_LEAVES:
             tab = np.zeros(L * L, dtype=np.float64)

@@ -57,6 +57,7 @@ from ...params import declared
 from ..base import Algorithm, Partition, no_progress
 from ...qidata import QIData
 from ._ncp import build_ncp_data
+from ... import objectives
 from .info2means_kernels import greedy_fill, info_loss_labels, two_means
 
 
@@ -160,32 +161,29 @@ def sensitive_weights(data, column) -> tuple[np.ndarray, dict]:
 
 
 def _iq_tables(data, ds, weights):
-    """(iq_num (dn, 3), iq_node (nodes,)) for the information-quantity loss, see the kernels."""
-    iq_num = np.zeros((data.dn, 3))
-    for j in range(data.dn):
-        ok = ~data.num_null[:, j]
-        vals = data.num[ok, j]
-        x = 0
-        if vals.size and not data.num_is_int[j]:
-            for x in range(0, 7):  # decimal step 10^-x of the values (eq. 2), at most 6 digits
-                sc = vals * 10.0 ** x
-                if np.all(np.abs(sc - np.round(sc)) < 1e-6 * np.maximum(1.0, np.abs(sc))):
-                    break
-        span = (data.num_hi[j] - data.num_lo[j]) if vals.size else 0.0
-        R = 10.0 ** x * span + 1.0  # |R_t|: number of values of the domain at that step
-        iq_num[j] = (weights[j], 10.0 ** x, 1.0 / np.log(R) if R > 1.0 + 1e-12 else 0.0)
+    """(iq_num (dn, 3), iq_node (nodes,)) for the information-quantity loss, see the kernels;
+    both from the ``iq`` objective of ``kanon_duckdb.objectives``."""
+    iq = objectives.get("iq", "cluster")
+    iq_num = objectives.iq_numeric(data, weights)
     iq_node = np.zeros(ds.node_cost.shape[0])
     for j, t in enumerate(data.trees):
         a = int(ds.node_off[j])
-        nl = t.n_leaves.astype(np.float64)
-        if nl[0] > 1:
-            iq_node[a:a + t.n_nodes] = weights[data.dn + j] * np.log(nl) / np.log(nl[0])
+        iq_node[a:a + t.n_nodes] = iq.node_cost(t, weights[data.dn + j])
     return iq_num, iq_node
+
+
+def _with_user_weights(data, weights, winfo):
+    """γ times the run's ``weights :=`` (objectives.weight_vector), renormalized to sum 1."""
+    user = objectives.weight_vector(data)
+    if user is None:
+        return weights, winfo
+    g = weights * user
+    return g / g.sum(), {**winfo, "user_weights": [float(x) for x in user]}
 
 
 def run(data: QIData, k: int, seed: int, params: dict, progress=no_progress) -> Partition:
     col = data.extra.get(params.get("sensitive") or "")
-    weights, winfo = sensitive_weights(data, col)
+    weights, winfo = _with_user_weights(data, *sensitive_weights(data, col))
     ds = build_ncp_data(data, weights=weights)
     iq_num, iq_node = _iq_tables(data, ds, weights)
     n = data.n

@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 
 from ...errors import InfeasibleError
-from ... import interrupt
+from ... import interrupt, objectives
 from ...params import declared
 from ..base import Algorithm, Partition, no_progress
 from ...qidata import QIData
@@ -53,7 +53,9 @@ def run_search(name: str, search, data: QIData, k: int, seed: int, params: dict,
     space = build_space(data)
     ms = params.get("max_suppression")
     privacy = spec_of(data)
-    ch = NodeChecker(space, k, 0.0 if ms is None else ms, _loss_name(params), privacy=privacy)
+    weights = objectives.weight_vector(data)
+    ch = NodeChecker(space, k, 0.0 if ms is None else ms, _loss_name(params), privacy=privacy,
+                     weights=weights)
     ch.poll = lambda: interrupt.check(progress)  # every node grouped by a kernel polls Ctrl-C
     levels, stats = search(ch, params, seed, progress)
     if levels is None:
@@ -66,8 +68,8 @@ def run_search(name: str, search, data: QIData, k: int, seed: int, params: dict,
             f"{name}: even the fully generalized node leaves {res.n_suppressed} rows in classes "
             f"smaller than k={k}{_models_phrase(ch, 'or violating')}, more than max_suppression allows ({ch.limit} rows); lower k "
             f"or raise max_suppression")
-    gcp = NodeChecker(space, k, ch.max_suppression, "gcp", privacy=privacy).check(levels).loss \
-        if ch.loss_name != "gcp" else res.loss
+    gcp = NodeChecker(space, k, ch.max_suppression, "gcp", privacy=privacy,
+                      weights=weights).check(levels).loss if ch.loss_name != "gcp" else res.loss
     dm = NodeChecker(space, k, ch.max_suppression, "dm", privacy=privacy).check(levels).loss \
         if ch.loss_name != "dm" else res.loss
     info = {

@@ -7,10 +7,13 @@ A node is a tuple of levels, one per QI. ``check`` groups the rows by their gene
 monotone (Samarati 2001; LeFevre et al. 2005): a generalization of a feasible node is feasible,
 because its classes are unions of the finer node's classes, so its suppressed rows are a subset.
 
-Losses (``loss :=``), all computed on what is published (suppressed rows fully generalized):
+Losses (``loss :=``) are declared in ``kanon_duckdb.objectives`` (the one registry of
+objectives), all computed on what is published (suppressed rows fully generalized):
 - ``log``: KGEN's level of generalization (eq. 1-2), mean over QIs of level / height;
 - ``gcp``: mean over rows of the mean NCP over QIs; a suppressed row counts 1 per QI;
 - ``dm``: discernibility, sum of |e|^2 over published classes plus n per suppressed row.
+With per-QI ``weights`` (mean 1, ``objectives.weight_vector``) the means over QIs of log and gcp
+are weighted means; equal weights leave every table untouched.
 
 Privacy models (``privacy``, l-diversity / t-closeness / risk): a class is suppressed when it is
 smaller than the models' class size or violates a model on its sensitive values. Without
@@ -34,12 +37,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ... import objectives
 from ...errors import InvalidParameterError
 from ..base import Partition
 from . import _kernels as K
 from .levels import LatticeSpace
 
-LOSSES = ("log", "gcp", "dm")
+LOSSES = objectives.LATTICE_LOSSES
 _DENSE_MAX = 1 << 21
 
 
@@ -57,9 +61,8 @@ class NodeChecker:
     """Memoized evaluation of lattice nodes for one data set, k, suppression limit and loss."""
 
     def __init__(self, space: LatticeSpace, k: int, max_suppression: float = 0.0, loss: str = "log",
-                 cache_entries: int = 48, privacy=None):
-        if loss not in LOSSES:
-            raise InvalidParameterError(f"loss must be one of {', '.join(LOSSES)}, got {loss!r}")
+                 cache_entries: int = 48, privacy=None, weights=None):
+        self.objective = objectives.get(loss, "lattice")
         ms = float(max_suppression)
         if not (0.0 <= ms <= 1.0) or math.isnan(ms):
             raise InvalidParameterError(
@@ -89,14 +92,30 @@ class NodeChecker:
         self._ctab = [None] * cache_entries
         self._clock = 0
         self._n_cached = 0
-        self._inv_h = [1.0 / float(h) if h > 0 else 0.0 for h in space.heights]
-        self._ncp_rows = [list(map(float, space.ncp_mean[j])) for j in range(space.d)]
+        self.weights = None if weights is None else np.asarray(weights, dtype=np.float64)
+        w = self.weights
+        self._inv_h = [(1.0 if w is None else float(w[j])) / float(h) if h > 0 else 0.0
+                       for j, h in enumerate(space.heights)]
+        ncp_mean = space.ncp_mean if w is None else space.ncp_mean * w[:, None]
+        self._ncp_rows = [list(map(float, ncp_mean[j])) for j in range(space.d)]
+        self._cncp = space.cncp if w is None else self._weighted_cncp(space, w)
         self._norep = (np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int64))
         self.bounds = self._per_qi_bounds()
         # privacy models beyond k (privacy.PrivacySpec): classes violating one are suppressed
         self.privacy = privacy if privacy is not None and privacy.has_class_models else None
 
     # ------------------------------------------------------------------ static parts
+    @staticmethod
+    def _weighted_cncp(space, w) -> np.ndarray:
+        """NCP per code times the weight of the code's QI (same flat layout as space.cncp)."""
+        out = space.cncp.copy()
+        for j in range(space.d):
+            for lv in range(int(space.heights[j]) + 1):
+                c = int(space.cstart[j] + lv)
+                a = int(space.coff[c])
+                out[a:a + int(space.mcol[c])] *= w[j]
+        return out
+
     def _per_qi_bounds(self) -> tuple:
         sp = self.space
         out = []
@@ -121,16 +140,12 @@ class NodeChecker:
 
     def static_bound(self, levels) -> float:
         """Loss lower bound known without data, monotone in the levels."""
-        if self.loss_name == "log":
-            return self.log_level(levels)
-        if self.loss_name == "gcp":
-            return self.gcp_nosup(levels)
-        return float(self.n) * min(self.k, self.n)
+        return self.objective.static_bound(self, levels)
 
     @property
     def loss_is_monotone(self) -> bool:
         """True when a generalization never has a lower loss (so feasible nodes prune upwards)."""
-        return self.loss_name == "log" or self.limit == 0
+        return self.objective.is_monotone(self.limit)
 
     def below_bounds(self, levels) -> bool:
         return any(int(levels[j]) < self.bounds[j] for j in range(len(self.bounds)))
@@ -190,26 +205,18 @@ class NodeChecker:
             rep, cnt = self._group(key)
             self._remember(key, (rep, cnt))
             mn, sup, sq_ok, sq_all, sup_ncp = K.class_stats(rep, cnt, self.k, sp.codes,
-                                                            sp.cols(key), sp.coff, sp.cncp)
+                                                            sp.cols(key), sp.coff, self._cncp)
         else:  # per-class histograms of the sensitive values need the rows' classes
             rep, cnt, cls = self._run_kernels(key, *self._norep, True, want_cls=True)
             self.n_evaluated += 1
             self.n_rows_grouped += self.n
             ok = self.privacy.classes_ok(cls, rep.shape[0])
             mn, sup, sq_ok, sq_all, sup_ncp = K.class_stats_ok(rep, cnt, ok, sp.codes,
-                                                               sp.cols(key), sp.coff, sp.cncp)
+                                                               sp.cols(key), sp.coff, self._cncp)
         sup = int(sup)
         feasible = sup <= self.limit
-        if self.loss_name == "log":
-            loss = self.log_level(key)
-            lb = loss
-        elif self.loss_name == "gcp":
-            g = self.gcp_nosup(key)
-            loss = (g * self.n - sup_ncp + sup) / self.n
-            lb = g
-        else:
-            loss = sq_ok + float(self.n) * sup
-            lb = sq_all  # every node above has sum |e|^2 >= this, and DM >= sum |e|^2
+        loss, lb = self.objective.node_loss(self, key, objectives.NodeStats(sup, sq_ok, sq_all,
+                                                                            sup_ncp))
         res = CheckResult(feasible, loss if feasible else math.inf, lb, sup, int(mn), int(rep.shape[0]))
         self.memo[key] = res
         return res

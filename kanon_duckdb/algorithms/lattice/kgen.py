@@ -43,8 +43,8 @@ def _score_loss(ch: NodeChecker, res, levels) -> float:
     if not res.feasible:
         return 0.1 * (1.0 - _violation(ch, res))
     loss = res.loss
-    if ch.loss_name == "dm":
-        loss = loss / float(ch.n) ** 2
+    if ch.objective.to_fraction is not None:
+        loss = ch.objective.to_fraction(loss, ch.n)
     return max(1.0 - loss, 0.0)
 
 

@@ -53,7 +53,7 @@ def search(ch: NodeChecker, progress=None):
     idx = np.arange(M, dtype=np.int64)
     height = np.zeros(M, dtype=np.int64)
     lb = np.zeros(M)
-    additive = ch.loss_name in ("log", "gcp")
+    additive = ch.objective.separable
     base = ch.static_bound(tuple(int(x) for x in lo))
     lb += base
     for j in range(d):
@@ -86,7 +86,7 @@ def search(ch: NodeChecker, progress=None):
                 K.tag_closure(status, u, PRUNED, radix, strides, True)
         elif cones:
             K.tag_closure(status, u, INFEAS, radix, strides, False)
-        if ch.loss_name == "dm" and res.lower_bound >= best[0]:
+        if ch.objective.bound_prunes and res.lower_bound >= best[0]:
             K.tag_closure(status, u, PRUNED, radix, strides, True)
         return res.feasible
 
