@@ -28,11 +28,11 @@ from .qidata import QIData
 from .codec import PLAIN, NumericCodec, choose_int
 from .ncp import NULL_OFFSET, sentinel_ok
 from .published import check_output_names
-from .errors import DataError, InvalidParameterError, TaxonomyError, UnknownObjectError
+from .errors import DataError, InvalidParameterError, UnknownObjectError
 from .relation import Source, resolve_source
 from .sqlutil import quote_ident
 from .taxonomy.store import read_tree_of, taxonomy_attrs, validate_coverage
-from .taxonomy.tree import build_index
+from .taxonomy.tree import flat_index
 
 _INT_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
               "UINTEGER", "UBIGINT", "UHUGEINT"}
@@ -194,11 +194,7 @@ def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False,
         if attr is not None:
             tree_attrs[c] = attr
         if tree is None:
-            tree = build_index(c, [(v, "*") for v in sorted(values)] if values else [("*", None)])
-            if "*" in values:
-                raise TaxonomyError(
-                    f"column '{c}' holds the value '*', which the automatic flat taxonomy uses as "
-                    f"its root; give '{c}' a taxonomy in kanon_taxonomy")
+            tree = flat_index(c, sorted(values))
         validate_coverage(tree, zip(values, counts[:-1]))
         if enc.indices.null_count > 0:
             tree = tree.with_null_leaf()

@@ -68,7 +68,7 @@ from .taxonomy.store import read_index, resolve_tree_attr, run_tree_attrs, taxon
 from .errors import InvalidParameterError, UnknownObjectError
 from .published import bound_columns, qi_layout
 from .sqlutil import quote_ident, resolve_table
-from .taxonomy.tree import build_index
+from .taxonomy.tree import flat_index
 
 DEFAULT_MODELS = ("knn", "svm", "rf", "nb")
 MODEL_NAMES = ("knn", "svm", "rf", "nb", "dt", "lr")
@@ -285,9 +285,6 @@ def _unit(h: np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------- encoding
 
 
-def _flat_tree(attr, values):
-    vals = sorted({v for v in values if v is not None})
-    return build_index(attr, [(v, "*") for v in vals] if vals else [("*", None)])
 
 
 def _label_values(col: pa.ChunkedArray):
@@ -325,6 +322,23 @@ def _encode_tree_column(col, tree, attr, onehot: bool, leaves_only: bool):
     return out
 
 
+def _encode_values(col, vocab: list, onehot: bool):
+    """Encode a pass-through column by its value's position in ``vocab`` (sorted distinct values):
+    ordinal (n, 1) or one-hot (n, len(vocab)); NULL: the middle / 1/len(vocab) everywhere (as the
+    root of a one-level tree)."""
+    values, idx = _label_values(col)
+    L = len(vocab)
+    pos = {v: i for i, v in enumerate(vocab)}
+    code = np.array([pos[v] for v in values] + [-1], dtype=np.int64)[idx]
+    if not onehot:
+        return np.where(code >= 0, code, max(L - 1, 0) / 2.0).astype(np.float64)[:, None]
+    out = np.zeros((len(idx), L))
+    hit = code >= 0
+    out[np.nonzero(hit)[0], code[hit]] = 1.0
+    out[~hit] = 1.0 / L if L else 0.0
+    return out
+
+
 def _numeric(arr) -> np.ndarray:
     a = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
     return a.to_numpy(zero_copy_only=False).astype(np.float64)
@@ -345,9 +359,13 @@ def encode_features(con, plan: UtilityPlan, raw: pa.Table, anon: pa.Table, encod
             xa.append(np.where(np.isnan(a), fill, a)[:, None])
             names.append(c)
             continue
-        tree = _tree(con, plan, c)
-        if tree is None or onehot:
-            tree = _flat_tree(c, raw.column(c).to_pylist() + anon.column(c).to_pylist())
+        tree = None if onehot else _tree(con, plan, c)
+        if tree is None:  # never generalized: its values, no tree (a '*' is just a value here)
+            vocab = sorted((set(raw.column(c).to_pylist()) | set(anon.column(c).to_pylist())) - {None})
+            xr.append(_encode_values(raw.column(c), vocab, onehot))
+            xa.append(_encode_values(anon.column(c), vocab, onehot))
+            names.extend([c] if not onehot else [f"{c}={v}" for v in vocab])
+            continue
         xr.append(_encode_tree_column(raw.column(c), tree, c, onehot, leaves_only=False))
         xa.append(_encode_tree_column(anon.column(c), tree, c, onehot, leaves_only=False))
         names.extend([c] if not onehot else [f"{c}={lab}" for lab in tree.leaf_labels()])
@@ -363,7 +381,7 @@ def encode_features(con, plan: UtilityPlan, raw: pa.Table, anon: pa.Table, encod
     for c in plan.categorical_qi:
         tree = _tree(con, plan, c)
         if tree is None:
-            tree = _flat_tree(c, raw.column(c).to_pylist())
+            tree = flat_index(c, sorted(set(raw.column(c).to_pylist()) - {None}))
         xr.append(_encode_tree_column(raw.column(c), tree, c, onehot, leaves_only=True))
         xa.append(_encode_tree_column(anon.column(c), tree, c, onehot, leaves_only=False))
         names.extend([c] if not onehot else [f"{c}={lab}" for lab in tree.leaf_labels()])

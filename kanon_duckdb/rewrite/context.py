@@ -28,6 +28,7 @@ from ..errors import DataError, UnknownObjectError, UnsupportedQueryError
 from ..published import ADDED_COLUMNS
 from ..sqlutil import resolve_table, table_columns
 from ..taxonomy import TaxonomyIndex, build_index, flat_index, read_edges
+from ..taxonomy.builders import ROOT as FLAT_ROOT
 from ..taxonomy.store import resolve_tree_attr, run_tree_attrs, taxonomy_attrs
 from .sqlgen import quote
 
@@ -312,11 +313,12 @@ def _load_categorical(cur, q, anon, anon_cols, raw, raw_cols, attr=None) -> Cate
     edges = read_edges(cur, attr) if attr is not None else []
     if edges:
         tree = build_index(col_name, edges)
-    else:  # implicit flat tree over the raw table's values (else the labels seen)
-        src, src_col = (raw, raw_cols[q][0]) if raw_cols is not None and q in raw_cols else (anon, col_name)
+    else:  # implicit flat tree over the raw table's values (else the labels seen but its root)
+        from_raw = raw_cols is not None and q in raw_cols
+        src, src_col = (raw, raw_cols[q][0]) if from_raw else (anon, col_name)
         values = [r[0] for r in cur.execute(
             f"SELECT DISTINCT CAST({quote(src_col)} AS VARCHAR) AS v FROM {table_sql(src)} "
             f"WHERE v IS NOT NULL ORDER BY v").fetchall()]
-        tree = flat_index(col_name, values)
+        tree = flat_index(col_name, values if from_raw else [v for v in values if v != FLAT_ROOT])
     return CategoricalQI(col_name, col_name, tree, is_numeric_type(raw_type),
                          (col_type or "").upper() == "VARCHAR")

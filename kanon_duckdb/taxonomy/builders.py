@@ -407,13 +407,21 @@ def date_edges(values, attr: str = "date") -> list:
 
 
 def flat_edges(values, attr: str = "flat") -> list:
-    """One level: every distinct value -> '*', in the given order (NULLs skipped)."""
+    """One level: every distinct value -> '*', in the given order (NULLs skipped).
+
+    A value '*' is refused (TaxonomyError naming the column and the fix): in a published table
+    '*' would mean both that value and "any value". This is the one rule for every flat tree
+    (``tree.flat_index`` builds on it: the implicit tree of a QI without a taxonomy).
+    """
     out = _EdgeList(attr)
     for v in values:
         if v is None:
             continue
         v = str(v)
         if v == ROOT:
-            raise TaxonomyError(f"taxonomy '{attr}': a value is '*', the root label; rename it")
+            raise TaxonomyError(
+                f"column '{attr}' holds the value '*', which a flat taxonomy (the automatic one "
+                f"of a column without a taxonomy) uses as its root; give '{attr}' a taxonomy in "
+                f"kanon_taxonomy in which '*' is an ordinary leaf (INSERT its edges)")
         out.add(v, ROOT)
     return out.finish(ROOT)

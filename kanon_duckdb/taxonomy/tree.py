@@ -29,6 +29,7 @@ import numpy as np
 
 from ..errors import TaxonomyError
 from ..ncp import cat_ncp_value
+from .builders import flat_edges
 
 
 @dataclass(frozen=True)
@@ -247,5 +248,7 @@ def build_index(attr: str, edges, root=None, _null_leaf: bool = False) -> Taxono
 
 
 def flat_index(attr: str, values) -> TaxonomyIndex:
-    """One-level tree: every value directly under '*'."""
-    return build_index(attr, [(v, "*") for v in values if v != "*"] or [("*", None)])
+    """The implicit tree of a column without a taxonomy: every distinct non-NULL value (leaves
+    in the given order) directly under '*'; no values: the root alone. A value '*' raises
+    TaxonomyError (see ``builders.flat_edges``, the one rule). O(values)."""
+    return build_index(attr, flat_edges(values, attr=attr))

@@ -27,7 +27,7 @@ import numpy as np
 
 from ...ncp import node_ncp
 from ...taxonomy import builders
-from ...taxonomy.tree import TaxonomyIndex, build_index
+from ...taxonomy.tree import TaxonomyIndex, build_index, flat_index
 from ...qidata import QIData
 
 
@@ -86,10 +86,9 @@ def _auto_numeric_tree(name, vals, is_int):
     lo, hi = exact
     widths = builders.default_widths(lo, hi, integral) if hi > lo else []
     if widths:
-        edges = builders.interval_edges(pyvals, widths, labels=labels, attr=name)
+        tree = build_index(name, builders.interval_edges(pyvals, widths, labels=labels, attr=name))
     else:
-        edges = builders.flat_edges(labels, attr=name)
-    tree = build_index(name, edges)
+        tree = flat_index(name, labels)
     leaf_of_value = np.array([tree.leaf_of_label[lab] for lab in labels], dtype=np.int32)
     return tree, leaf_of_value, [int(w) if w.denominator == 1 else float(w) for w in widths]
 
@@ -104,7 +103,7 @@ def numeric_tree(data: QIData, j: int):
     col = data.num[:, j]
     vals = np.unique(col[~null])
     if vals.size == 0:  # all NULL: a single NULL leaf under the root
-        tree = build_index(name, [("*", None)]).with_null_leaf()
+        tree = flat_index(name, []).with_null_leaf()
         return tree, np.full(data.n, tree.leaf_of_label[None], dtype=np.int32), []
     tree, leaf_of_value, widths = _auto_numeric_tree(name, vals, bool(data.num_is_int[j]))
     leaf = leaf_of_value[np.searchsorted(vals, col)] if vals.size else np.zeros(data.n, np.int32)
