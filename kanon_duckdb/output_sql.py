@@ -16,9 +16,8 @@ relation in its own scan guards against rows that vanished between the two reads
 from __future__ import annotations
 
 from .encoding import QIPlan, row_key_sql
+from .published import bound_columns
 from .sqlutil import quote_ident
-
-ADDED = ("ec", "ec_size", "suppressed", "kanon_run")
 
 
 def sql_string(text: str) -> str:
@@ -33,8 +32,9 @@ def output_sql(plan: QIPlan, run_expr: str) -> str:
             lo, hi = ("lo_i", "hi_i") if c in plan.integer else ("lo_f", "hi_f")
             j = (plan.integer.index(c) if c in plan.integer else floats.index(c)) + 1
             cls_cols += [f"c.{lo}[{j}] AS __kanon_q{i}_min", f"c.{hi}[{j}] AS __kanon_q{i}_max"]
-            out_cols += [f"__kanon_q{i}_min AS {quote_ident(c + '_min')}",
-                         f"__kanon_q{i}_max AS {quote_ident(c + '_max')}"]
+            lo_name, hi_name = bound_columns(c)
+            out_cols += [f"__kanon_q{i}_min AS {quote_ident(lo_name)}",
+                         f"__kanon_q{i}_max AS {quote_ident(hi_name)}"]
         elif c in plan.categorical:
             j = plan.categorical.index(c) + 1
             cls_cols.append(f"c.labels[{j}] AS __kanon_q{i}")

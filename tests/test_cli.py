@@ -229,6 +229,42 @@ def test_anonymize_csv_to_parquet_is_k_anonymous(tmp_path):
     assert bad == 0
 
 
+@pytest.mark.parametrize("out_name", ["o.csv", "o.tsv", "o.parquet", "table"])
+def test_anonymize_output_keeps_source_column_order_with_bounds_in_place(tmp_path, capsys, out_name):
+    """CLI outputs (files and a --db table) keep the INPUT's column order, each numeric QI c
+    replaced in place by c_min, c_max (published.bound_columns), whatever order --qi names them
+    in; never a_min, b_min, a_max, b_max."""
+    from kanon_duckdb.published import ADDED_COLUMNS, bound_columns
+    src = tmp_path / "p.csv"
+    with open(src, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["id", "age", "sex", "zip", "weight", "diagnosis"])
+        for i in range(60):
+            w.writerow([i, 20 + (i * 7) % 50, "MF"[i % 2], 10000 + (i * 13) % 97,
+                        50 + (i * 3) % 40 + 0.5, ["flu", "cold"][i % 2]])
+    expected = ["id", *bound_columns("age"), "sex", *bound_columns("zip"),
+                *bound_columns("weight"), "diagnosis"]
+    args = ["anonymize", str(src), "--k", "4", "--qi", "weight,sex,zip,age"]
+    if out_name == "table":
+        db = tmp_path / "w.duckdb"
+        assert cli.main([*args, "--out", "anon", "--db", str(db)]) == 0, capsys.readouterr().err
+        con = duckdb.connect(str(db), read_only=True)
+        rel = "anon"
+    else:
+        out = tmp_path / out_name
+        assert cli.main([*args, "--out", str(out)]) == 0, capsys.readouterr().err
+        con = duckdb.connect()
+        rel = ("read_csv('%s', delim = '\t')" if out_name.endswith(".tsv") else "'%s'") % out
+    try:
+        cols = con.sql(f"SELECT * FROM {rel}").columns
+        added = [c for c in ADDED_COLUMNS if c != "kanon_run" or out_name == "table"]
+        assert cols == expected + added
+        smallest, n = con.execute(f"SELECT min(ec_size), count(*) FROM {rel}").fetchall()[0]
+        assert n == 60 and smallest >= 4
+    finally:
+        con.close()
+
+
 def test_anonymize_categorical_override_keeps_a_numeric_looking_code_as_labels(tmp_path, capsys):
     src, dst = tmp_path / "p.csv", tmp_path / "o.parquet"
     _write_csv(src, 40)
