@@ -67,7 +67,7 @@ import pyarrow.compute as pc
 from .taxonomy.store import read_index, resolve_tree_attr, run_tree_attrs, taxonomy_attrs
 from .errors import InvalidParameterError, UnknownObjectError
 from .published import bound_columns, qi_layout
-from .sqlutil import quote_ident, resolve_table
+from .sqlutil import quote_ident, resolve_table, table_columns
 from .taxonomy.tree import flat_index
 
 DEFAULT_MODELS = ("knn", "svm", "rf", "nb")
@@ -136,8 +136,8 @@ class UtilityPlan:
 
 
 def _columns(con, table_sql):
-    rel = con.sql(f"SELECT * FROM {table_sql} LIMIT 0")
-    return list(rel.columns), [str(t) for t in rel.types]
+    cols = table_columns(con, table_sql)
+    return [c for c, _ in cols], [t for _, t in cols]
 
 
 def _qis_from_runs(con, anon_table, anon_cols):

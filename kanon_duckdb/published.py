@@ -64,28 +64,68 @@ def qi_layout(con, table: str) -> QILayout:
     missing, bound columns in different orders. Cost: one DISTINCT over kanon_run."""
     from .relation import resolve_source  # a table, view or file, as the metrics accept
     source = resolve_source(con, table)
-    qualified, cols = source.sql, [c for c, _ in source.columns]
+    cols = [c for c, _ in source.columns]
     missing = [c for c in ("ec", "kanon_run", "suppressed") if c not in cols]
     if missing:
         raise InvalidParameterError(
             f"table '{table}' is not an output of k_anonymize (no column {', '.join(missing)}); "
             f"the utility metrics need its ec, suppressed and kanon_run columns")
+    return _read_layout(con, table, source.sql, cols, required=True)
+
+
+def recorded_layout(con, table: str) -> QILayout | None:
+    """``qi_layout`` of ``table`` when it names a recorded run, else None: no ``kanon_run``
+    column, no ``kanon_runs`` table, no kanon_run value, or a run not in kanon_runs (readers with
+    a fallback, e.g. the query rewriter, which needs only the ``kanon_run`` column). A recorded
+    run still raises qi_layout's errors (several runs mixed, a QI column missing)."""
+    from .relation import resolve_source
+    source = resolve_source(con, table)
+    cols = [c for c, _ in source.columns]
+    if "kanon_run" not in cols or not _has_runs_table(con):
+        return None
+    return _read_layout(con, table, source.sql, cols, required=False)
+
+
+def _has_runs_table(con) -> bool:
+    return con.execute("SELECT count(*) FROM information_schema.tables "
+                       "WHERE lower(table_name) = 'kanon_runs'").fetchall()[0][0] > 0
+
+
+def run_record(con, run_id: int) -> dict | None:
+    """The ``kanon_runs`` row of ``run_id`` as {column: value}, or None if it is not recorded."""
+    cursor = con.execute("SELECT * FROM kanon_runs WHERE run_id = ?", [run_id])
+    names = [d[0] for d in cursor.description]
+    rows = cursor.fetchall()
+    return dict(zip(names, rows[0])) if rows else None
+
+
+def latest_run_on(con, source: str) -> dict | None:
+    """The ``kanon_runs`` row of the latest run on ``source`` (as recorded), or None (no such
+    run, or no kanon_runs table)."""
+    if not _has_runs_table(con):
+        return None
+    row = con.execute("SELECT max(run_id) FROM kanon_runs WHERE source = ?", [source]).fetchall()
+    return run_record(con, row[0][0]) if row[0][0] is not None else None
+
+
+def _read_layout(con, table: str, qualified: str, cols: list, required: bool) -> QILayout | None:
     runs = [r[0] for r in con.execute(
         f"SELECT DISTINCT kanon_run FROM {qualified} WHERE kanon_run IS NOT NULL LIMIT 2").fetchall()]
     if not runs:
+        if not required:
+            return None
         raise InvalidParameterError(f"table '{table}' is empty or has no kanon_run value")
     if len(runs) > 1:
         raise InvalidParameterError(
             f"table '{table}' mixes rows of several runs (kanon_run {runs[0]}, {runs[1]}, ...); "
             f"measure one run per table")
-    cursor = con.execute("SELECT * FROM kanon_runs WHERE run_id = ?", [runs[0]])
-    names = [d[0] for d in cursor.description]
-    found = [dict(zip(names, row)) for row in cursor.fetchall()]
-    if not found:
+    run = run_record(con, runs[0])
+    if run is None:
+        if not required:
+            return None
         raise UnknownObjectError(
             f"run {runs[0]} of table '{table}' is not recorded in kanon_runs (was the table made "
             f"in another database?)")
-    run = found[0]
     num, cat = list(run.get("numeric_qi") or []), list(run.get("categorical_qi") or [])
     # kanon_runs of earlier versions lack the global range: None (metrics fall back)
     rng_lo, rng_hi = list(run.get("num_lo") or []), list(run.get("num_hi") or [])

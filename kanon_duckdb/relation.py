@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .errors import UnknownObjectError
-from .sqlutil import resolve_table
+from .sqlutil import resolve_table, table_columns
 
 # Table functions whose string form is accepted (file readers: they read, never write).
 READERS = ("read_parquet", "parquet_scan", "read_csv", "read_csv_auto", "read_json",
@@ -63,14 +63,13 @@ def resolve_source(con, name, allow_temp: bool = False) -> Source:
                 f"{NOT_VISIBLE}."
             ) from None
     try:
-        rel = con.sql(f"SELECT * FROM {quoted} LIMIT 0")
+        columns = table_columns(con, quoted)
     except Exception as exc:  # a file that does not exist, a reader error
         if kind is None:
             raise UnknownObjectError(
                 f"'{name}' is not a table or view, and DuckDB cannot read it as a file: "
                 f"{str(exc).splitlines()[0]}. {NOT_VISIBLE}.") from None
         raise
-    columns = [(c, str(t)) for c, t in zip(rel.columns, rel.types)]
     return Source(name, quoted, columns, kind or ("function" if quoted[0] != "'" else "file"))
 
 

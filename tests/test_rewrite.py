@@ -372,3 +372,20 @@ def test_kanon_rel_error_macro(con):
     got = con.execute("SELECT kanon_rel_error(10, 8), kanon_rel_error(0, 0), kanon_rel_error(0, 1), "
                       "kanon_rel_error(-4, -2), kanon_rel_error(NULL, 1)").fetchall()
     assert got == [(0.2, 0.0, None, 0.5, None)]
+
+
+def test_rewriter_reads_the_run_through_published_layout():
+    """The rewriter's QIs come from published.recorded_layout (the one reader of kanon_runs):
+    a table mixing two runs is refused as the metrics refuse it (it took the latest run before)."""
+    con = kanon_duckdb.connect()
+    try:
+        con.execute("CREATE TABLE t AS SELECT i % 50 AS age, ['a', 'b'][1 + i % 2] AS c FROM range(40) r(i)")
+        con.execute("CREATE TABLE t1 AS FROM k_anonymize('t', k := 4, qi := ['age', 'c'])")
+        con.execute("CREATE TABLE t2 AS FROM k_anonymize('t', k := 8, qi := ['age', 'c'])")
+        q = "FROM query_error('SELECT count(*) FROM t WHERE age < 20', 't', '{}')"
+        assert con.execute(q.format("t1")).fetchall()[0][0] == 20  # raw answer: ages 0..19
+        con.execute("CREATE TABLE mixed AS FROM t1 UNION ALL FROM t2")
+        with pytest.raises(Exception, match="mixes rows of several runs"):
+            con.execute(q.format("mixed")).fetchall()
+    finally:
+        con.close()

@@ -25,11 +25,11 @@ from fractions import Fraction
 from functools import cached_property
 
 from ..errors import DataError, UnknownObjectError, UnsupportedQueryError
-from ..published import ADDED_COLUMNS
+from ..published import ADDED_COLUMNS, recorded_layout
 from ..sqlutil import resolve_table, table_columns
 from ..taxonomy import TaxonomyIndex, build_index, flat_index, read_edges
 from ..taxonomy.builders import ROOT as FLAT_ROOT
-from ..taxonomy.store import resolve_tree_attr, run_tree_attrs, taxonomy_attrs
+from ..taxonomy.store import resolve_tree_attr, taxonomy_attrs
 from .sqlgen import quote
 
 #: Columns the core adds to an anonymized table; never quasi-identifiers.
@@ -178,39 +178,15 @@ def table_exists(cur, name: str) -> bool:
     return rows[0][0] > 0
 
 
-def qi_from_run(cur, anon_cols: dict, anon_parts: tuple):
-    """(numeric, categorical) lower-case QI names from the run record, or None without one."""
-    if "kanon_run" not in anon_cols or not table_exists(cur, "kanon_runs"):
+def qi_from_run(cur, anon_table: str):
+    """(numeric, categorical) lower-case QI names and {QI: tree attr} from the run record
+    (``published.recorded_layout``), or None without one."""
+    layout = recorded_layout(cur, anon_table)
+    if layout is None:
         return None
-    run_cols = describe(cur, ("kanon_runs",))
-    if "run_id" not in run_cols or not ({"numeric_qi", "qi"} & set(run_cols)):
-        return None
-    wanted = [c for c in ("numeric_qi", "categorical_qi", "qi") if c in run_cols]
-    rows = cur.execute(
-        f"SELECT {', '.join(quote(run_cols[c][0]) for c in wanted)} FROM kanon_runs "
-        f"WHERE run_id IN (SELECT {quote(anon_cols['kanon_run'][0])} FROM {table_sql(anon_parts)}) "
-        f"ORDER BY run_id DESC LIMIT 1").fetchall()
-    if not rows:
-        return None
-    rec = dict(zip(wanted, rows[0]))
-    pairs = _min_max_pairs(anon_cols)
-    if rec.get("numeric_qi") is not None:
-        numeric = [q.lower() for q in rec["numeric_qi"]]
-        categorical = [q.lower() for q in (rec.get("categorical_qi") or [])]
-    else:
-        qi = [q.lower() for q in (rec.get("qi") or [])]
-        numeric = [q for q in qi if q in pairs]
-        categorical = [q for q in qi if q not in pairs]
-    name = anon_parts[-1]
-    for q in numeric:
-        if q not in pairs:
-            raise UnknownObjectError(
-                f"run record lists numeric QI '{q}' but table '{name}' has no '{q}_min'/'{q}_max' columns")
-    for q in categorical:
-        if q not in anon_cols:
-            raise UnknownObjectError(
-                f"run record lists categorical QI '{q}' but table '{name}' has no such column")
-    return frozenset(numeric), frozenset(categorical)
+    trees = {q.lower(): a for q, a in zip(layout.cat_qi, layout.cat_trees) if a is not None}
+    return (frozenset(q.lower() for q in layout.num_qi),
+            frozenset(q.lower() for q in layout.cat_qi), trees)
 
 
 def qi_fallback(cur, anon_cols: dict):
@@ -248,10 +224,15 @@ def resolve_context(con, anon_table: str, raw_table: str | None = None, columns=
             except UnknownObjectError:
                 if raw_required:
                     raise
-        numeric_qi, categorical_qi = qi_from_run(cur, anon_cols, anon) or qi_fallback(cur, anon_cols)
+        recorded = qi_from_run(cur, anon_table)
+        if recorded is not None:
+            numeric_qi, categorical_qi, trees = recorded
+        else:
+            numeric_qi, categorical_qi = qi_fallback(cur, anon_cols)
         need = set(columns) if columns is not None else set(numeric_qi) | set(categorical_qi)
         numeric = _load_numeric(cur, anon, anon_cols, raw, raw_cols, sorted(numeric_qi & need))
-        trees = _tree_attrs(cur, anon, anon_cols, raw, sorted(categorical_qi & need))
+        if recorded is None:
+            trees = _resolved_tree_attrs(cur, anon, anon_cols, raw, sorted(categorical_qi & need))
         categorical = {q: _load_categorical(cur, q, anon, anon_cols, raw, raw_cols, trees.get(q))
                        for q in sorted(categorical_qi & need)}
     finally:
@@ -290,17 +271,11 @@ def _load_numeric(cur, anon, anon_cols, raw, raw_cols, names) -> dict:
     return out
 
 
-def _tree_attrs(cur, anon, anon_cols, raw, names) -> dict:
-    """{lower QI name: tree attr} for the categorical QIs ``names``: the run's record, else the
-    resolution order for the raw table (else the anonymized one)."""
+def _resolved_tree_attrs(cur, anon, anon_cols, raw, names) -> dict:
+    """{lower QI name: tree attr} for the categorical QIs ``names`` of a table without a run
+    record: the resolution order for the raw table (else the anonymized one)."""
     if not names:
         return {}
-    if "kanon_run" in anon_cols and table_exists(cur, "kanon_runs"):
-        runs = cur.execute(f"SELECT max({quote(anon_cols['kanon_run'][0])}) FROM "
-                           f"{table_sql(anon)}").fetchall()
-        recorded = run_tree_attrs(cur, runs[0][0]) if runs and runs[0][0] is not None else None
-        if recorded is not None:
-            return {k.lower(): v for k, v in recorded.items()}
     attrs = taxonomy_attrs(cur)
     table = (raw or anon)[-1]
     return {q: a for q in names

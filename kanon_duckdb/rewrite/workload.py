@@ -18,7 +18,8 @@ import numpy as np
 from sqlglot import exp
 
 from ..errors import InvalidParameterError, UnknownObjectError, UnsupportedQueryError
-from .context import describe, find_table, is_numeric_type, resolve_context, table_exists, table_sql
+from ..published import latest_run_on
+from .context import describe, find_table, is_numeric_type, resolve_context, table_sql
 from .evaluate import aggregate, evaluate, exact_key, exact_parts, load_summary
 from .sqlgen import number, parse_select, quote, string, to_sql
 from .unqualify_columns import unqualify_columns
@@ -33,18 +34,11 @@ def _workload_qis(cur, raw_table: str, raw_cols: dict, qi):
     get range predicates, the others equality / IN).
     """
     kinds = {}
-    run_cols = describe(cur, ("kanon_runs",)) if table_exists(cur, "kanon_runs") else {}
-    src = next((c for c in ("source", "source_table") if c in run_cols), None)
-    if src and "qi" in run_cols and "run_id" in run_cols:
-        extra = [c for c in ("numeric_qi", "categorical_qi") if c in run_cols]
-        rows = cur.execute(
-            f"SELECT qi{''.join(', ' + c for c in extra)} FROM kanon_runs WHERE {quote(src)} = ? "
-            f"ORDER BY run_id DESC LIMIT 1", [raw_table]).fetchall()
-        if rows:
-            qi = qi or list(rows[0][0] or [])
-            rec = dict(zip(extra, rows[0][1:]))
-            kinds.update({c.lower(): "categorical" for c in rec.get("categorical_qi") or []})
-            kinds.update({c.lower(): "numeric" for c in rec.get("numeric_qi") or []})
+    run = latest_run_on(cur, raw_table)
+    if run is not None:
+        qi = qi or list(run.get("qi") or [])
+        kinds.update({c.lower(): "categorical" for c in run.get("categorical_qi") or []})
+        kinds.update({c.lower(): "numeric" for c in run.get("numeric_qi") or []})
     if not qi:
         raise InvalidParameterError(
             f"no quasi-identifiers for '{raw_table}': pass qi := ['col', ...] or anonymize it first "
