@@ -96,11 +96,11 @@ def _write_report(con, algo, ks, qi, seed, report_dir, out) -> None:
     """The issue-5 report (metrics, plots, HTML) for the same runs, via kanon_duckdb.report."""
     import importlib.util
 
-    from .report import build_report
+    from .report import ReportOptions, build_report
 
     plots = importlib.util.find_spec("matplotlib") is not None
-    res = build_report(con, "adult", [algo], ks, report_dir, qi=qi, seed=seed, warmup=False,
-                       plots=plots)
+    res = build_report(con, "adult", [algo], ks, report_dir,
+                       ReportOptions(qi=qi, seed=seed, warmup=False, plots=plots))
     where = os.path.abspath(res.get("html") or res.get("csv") or report_dir)
     print(f"report: {where}" + ("" if plots else " (no plots: pip install 'kanon-duckdb[plot]')"),
           file=out)

@@ -6,11 +6,9 @@ For every (algo, k) the report anonymizes the table through the SQL surface
 - ``seconds`` (wall time of the statement) and ``algo_seconds`` (``kanon_runs.elapsed_s``),
 - ``classes`` (equivalence classes that are not suppressed) and ``suppressed`` (rows),
 - ``gcp``, ``gen_total_il``, ``dm`` (``discernibility``), ``cavg`` (``cavg(tbl, k)``),
-- ``cm`` (Iyengar's classification metric of the label column; the ``cm`` macro when it is
-  registered, else the same definition computed here in SQL),
+- ``cm`` (Iyengar's classification metric of the label column, the ``cm`` macro),
 - ``query_error``: mean relative error of a random COUNT workload (``query_workload`` /
-  ``workload_error``, generated once on the source table); left empty with a note when those
-  macros are not registered.
+  ``workload_error``, generated once on the source table).
 
 Outputs in ``out_dir``: ``kanon_report.csv``, one PNG per metric vs k (one line per algorithm,
 ``kanon_duckdb.plots``), ``overview.png``, and ``index.html`` (the plots and the table). The rows
@@ -35,12 +33,14 @@ import logging
 import os
 import sys
 import time
+from dataclasses import dataclass, field, replace
+from typing import Callable
 
 import duckdb
 
 from .errors import InvalidParameterError, KanonError
 from .demo import sql_string
-from .sqlutil import quote_ident, resolve_table
+from .sqlutil import quote_ident, resolve_table, table_columns
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ def _validate(con, table, algos, ks, label, sample, qi):
     if sample is not None and int(sample) < 1:
         raise InvalidParameterError(f"sample={sample} must be a positive number of rows")
     _, table_sql = resolve_table(con, table)
-    cols = list(con.sql(f"SELECT * FROM {table_sql} LIMIT 0").columns)
+    cols = [c for c, _ in table_columns(con, table_sql)]
     is_adult = all(c in cols for c in ADULT_QI) and ADULT_LABEL in cols
     if label == AUTO:  # Adult's label on Adult only; other data: no CM unless a label is given
         label = ADULT_LABEL if is_adult else None
@@ -272,16 +272,10 @@ def _anonymize_sql(params) -> str:
     return f"FROM k_anonymize(?, k := ?, algo := ?, qi := ?, seed := ?{named})"
 
 
-def build_report(con, table, algos, ks, out_dir, qi=None, label=AUTO, sample=None, seed=0,
-                 queries=1000, keep_tables=False, plots=True, warmup=True, ml_models=None,
-                 on_progress=None, params=None) -> dict:
-    """Run every (algo, k) on ``table``, measure, and write CSV, PNGs, HTML and ``kanon_report``.
+@dataclass(frozen=True)
+class ReportOptions:
+    """What a report runs and measures besides the table, algorithms and k values.
 
-    Parameters
-    ----------
-    con : connection from ``kanon_duckdb.connect`` (everything registered).
-    table : source table (not TEMP). ``algos``: list of algorithm names. ``ks``: list of k.
-    out_dir : output folder (created).
     qi : QI columns; default the papers' eight Adult QIs when present, else every column but
         ``label``.
     label : class column for CM (None: no CM; 'auto', the default: ``income`` when the table is
@@ -299,97 +293,155 @@ def build_report(con, table, algos, ks, out_dir, qi=None, label=AUTO, sample=Non
         ``[ml]``), are added as columns ``accuracy_<m>``, ``f1_<m>``; the raw-data baseline of the
         same split is in ``ml_baseline`` and drawn as a dashed line.
     on_progress : optional callable(str) told about each run.
-
-    Returns
-    -------
-    dict with keys ``csv``, ``html``, ``plots`` ({metric: png path}), ``table`` ('kanon_report'),
-    ``rows`` (list of dicts, ``columns`` keys), ``columns`` (COLUMNS plus the classifier columns),
-    ``ml_baseline`` ({column: raw-data value}) and ``notes`` (list of str).
     """
-    algos, ks, table_sql, qi, label = _validate(con, table, _parse_list(algos),
-                                                _parse_list(ks, int), label, sample, qi)
-    params = _check_params(params)
+    qi: list | None = None
+    label: str | None = AUTO
+    sample: int | None = None
+    seed: int = 0
+    queries: int = 1000
+    keep_tables: bool = False
+    plots: bool = True
+    warmup: bool = True
+    ml_models: list | None = None
+    on_progress: Callable[[str], None] | None = None
+    params: dict | None = None
+
+
+@dataclass
+class _Plan:
+    """A validated report: what runs on which source, and the notes collected so far."""
+    table: str
+    algos: list
+    ks: list
+    qi: list
+    label: str | None
+    params: dict
+    source_sql: str
+    source_name: str
+    n_rows: int
+    ml_models: list
+    workload: bool = False
+    notes: list = field(default_factory=list)
+
+    @property
+    def ml_columns(self) -> list:
+        return [f"{m}_{model}" for model in self.ml_models for m in ("accuracy", "f1")]
+
+
+def build_report(con, table, algos, ks, out_dir, options: ReportOptions | None = None,
+                 **overrides) -> dict:
+    """Run every (algo, k) on ``table``, measure, and write CSV, PNGs, HTML and ``kanon_report``.
+
+    ``con``: a connection from ``kanon_duckdb.connect``; ``table``: source table (not TEMP);
+    ``algos``/``ks``: algorithm names and k values (lists or comma-separated text); ``out_dir``:
+    output folder (created). ``options``: a :class:`ReportOptions`; keyword ``overrides`` replace
+    its fields (``build_report(con, 'adult', ['mondrian'], [5], 'out', sample=2000)``).
+
+    Returns a dict with keys ``csv``, ``html``, ``plots`` ({metric: png path}), ``table``
+    ('kanon_report'), ``rows`` (list of dicts, ``columns`` keys), ``columns`` (COLUMNS plus the
+    classifier columns), ``ml_baseline`` ({column: raw-data value}) and ``notes`` (list of str).
+    Cost: one k_anonymize statement and the metric macros per (algo, k).
+    """
+    opts = replace(options or ReportOptions(), **overrides)
+    plan = _plan(con, table, algos, ks, opts)
     os.makedirs(out_dir, exist_ok=True)
-    notes = []
-    source_sql, source_name = _make_source(con, table_sql, sample, seed)
-    if source_name is None:
-        source_name = table
+    if opts.warmup:
+        _warm_up(con, plan.source_sql, plan.algos, plan.qi, opts.seed, opts.on_progress,
+                 plan.params)
+        plan.notes.append("each algorithm ran once on 64 rows before timing, so numba "
+                          "compilation is not in the runtimes")
+    ml_baseline: dict = {}
+    rows = [_run_one(con, plan, opts, algo, k, ml_baseline) for algo in plan.algos for k in plan.ks]
+    if not opts.keep_tables:
+        con.execute(f"DROP TABLE IF EXISTS {quote_ident(ANON_TABLE)}")
+    return _write_outputs(con, plan, opts, rows, ml_baseline, out_dir)
+
+
+def _plan(con, table, algos, ks, opts: ReportOptions) -> _Plan:
+    """Validate the arguments, make the source (sample) and the query workload."""
+    algos, ks, table_sql, qi, label = _validate(con, table, _parse_list(algos),
+                                                _parse_list(ks, int), opts.label, opts.sample,
+                                                opts.qi)
+    params = _check_params(opts.params)
+    ml_models = _parse_list(opts.ml_models) or []
+    source_sql, source_name = _make_source(con, table_sql, opts.sample, opts.seed)
     n_rows = _scalar(con, f"SELECT count(*) FROM {source_sql}")
-    if sample is not None:
-        notes.append(f"deterministic sample of {n_rows} rows of {table} (seed {seed}), "
-                     f"table {SAMPLE_TABLE}")
-    workload = False
-    if queries:
+    plan = _Plan(table, algos, ks, qi, label, params, source_sql, source_name or table, n_rows,
+                 ml_models)
+    if opts.sample is not None:
+        plan.notes.append(f"deterministic sample of {n_rows} rows of {table} (seed {opts.seed}), "
+                          f"table {SAMPLE_TABLE}")
+    if opts.queries:
         con.execute(f"CREATE OR REPLACE TABLE {quote_ident(WORKLOAD_TABLE)} AS "
                     "FROM query_workload(?, n := ?, seed := ?, qi := ?)",
-                    [source_name, int(queries), int(seed), qi])
-        workload = True
-        notes.append(f"query error: mean relative error of {int(queries)} random COUNT queries "
-                     f"(table {WORKLOAD_TABLE}); queries with a raw answer of 0 are skipped")
-
-    ml_models = _parse_list(ml_models) or []
-    ml_columns = [f"{m}_{model}" for model in ml_models for m in ("accuracy", "f1")]
+                    [plan.source_name, int(opts.queries), int(opts.seed), qi])
+        plan.workload = True
+        plan.notes.append(f"query error: mean relative error of {int(opts.queries)} random COUNT "
+                          f"queries (table {WORKLOAD_TABLE}); queries with a raw answer of 0 are "
+                          f"skipped")
     if ml_models:
-        from .ml_utility import _validate as _ml_validate, require_sklearn
-        require_sklearn()
-        _ml_validate(ml_models, seed, 0.3, "ordinal")
-        if label is None:
-            raise InvalidParameterError("classifier columns need a label column; pass label")
-        notes.append("classifier accuracy / F-measure: trained on the anonymized rows, tested on "
-                     "30% held-out raw rows (classification_utility); dashed line = trained on raw")
-    ml_baseline = {}
-    if warmup:
-        _warm_up(con, source_sql, algos, qi, seed, on_progress, params)
-        notes.append("each algorithm ran once on 64 rows before timing, so numba compilation "
-                     "is not in the runtimes")
-    rows = []
-    for algo in algos:
-        for k in ks:
-            anon_name = f"kanon_report_{algo}_k{k}" if keep_tables else ANON_TABLE
-            row = {"algo": algo, "k": k}
-            if on_progress:
-                on_progress(f"{algo} k={k} ...")
-            t0 = time.perf_counter()
-            try:
-                con.execute(f"CREATE OR REPLACE TABLE {quote_ident(anon_name)} AS "
-                            f"{_anonymize_sql(params)}",
-                            [source_name, k, algo, qi, int(seed)] + list(params.values()))
-                row["seconds"] = time.perf_counter() - t0
-                run_id, algo_s = con.execute(
-                    f"SELECT r.run_id, r.elapsed_s FROM kanon_runs r WHERE r.run_id = "
-                    f"(SELECT max(kanon_run) FROM {quote_ident(anon_name)})").fetchall()[0]
-                row.update(run_id=run_id, algo_seconds=algo_s)
-                row.update(_measure(con, anon_name, source_name, k, label, workload))
-                if ml_models:
-                    _classify(con, source_name, anon_name, label, ml_models, seed, row,
-                              ml_baseline)
-            except Exception as exc:  # keep going; the row records the error
-                msg = _first_line(exc)
-                row["error"] = msg
-                log.warning("report: %s k=%s failed: %s", algo, k, msg)
-            rows.append(row)
-            if on_progress:
-                done = (f"{row['seconds']:.2f} s, GCP {_fmt(row.get('gcp'))}"
-                        if row.get("seconds") is not None else "failed")
-                on_progress(f"{algo} k={k}: {done}"
-                            + (f" (error: {row['error']})" if row.get("error") else ""))
-    if not keep_tables:
-        con.execute(f"DROP TABLE IF EXISTS {quote_ident(ANON_TABLE)}")
+        _check_ml(ml_models, opts.seed, label)
+        plan.notes.append("classifier accuracy / F-measure: trained on the anonymized rows, tested "
+                          "on 30% held-out raw rows (classification_utility); dashed line = "
+                          "trained on raw")
+    return plan
 
-    columns = list(COLUMNS) + ml_columns
+
+def _check_ml(ml_models, seed, label) -> None:
+    from .ml_utility import _validate as _ml_validate, require_sklearn
+    require_sklearn()
+    _ml_validate(ml_models, seed, 0.3, "ordinal")
+    if label is None:
+        raise InvalidParameterError("classifier columns need a label column; pass label")
+
+
+def _run_one(con, plan: _Plan, opts: ReportOptions, algo: str, k: int, ml_baseline: dict) -> dict:
+    """Anonymize with (algo, k), measure, classify; a failure is recorded in the row's error."""
+    anon_name = f"kanon_report_{algo}_k{k}" if opts.keep_tables else ANON_TABLE
+    row = {"algo": algo, "k": k}
+    say = opts.on_progress or (lambda _msg: None)
+    say(f"{algo} k={k} ...")
+    t0 = time.perf_counter()
+    try:
+        con.execute(f"CREATE OR REPLACE TABLE {quote_ident(anon_name)} AS "
+                    f"{_anonymize_sql(plan.params)}",
+                    [plan.source_name, k, algo, plan.qi, int(opts.seed)]
+                    + list(plan.params.values()))
+        row["seconds"] = time.perf_counter() - t0
+        run_id, algo_s = con.execute(
+            f"SELECT r.run_id, r.elapsed_s FROM kanon_runs r WHERE r.run_id = "
+            f"(SELECT max(kanon_run) FROM {quote_ident(anon_name)})").fetchall()[0]
+        row.update(run_id=run_id, algo_seconds=algo_s)
+        row.update(_measure(con, anon_name, plan.source_name, k, plan.label, plan.workload))
+        if plan.ml_models:
+            _classify(con, plan.source_name, anon_name, plan.label, plan.ml_models, opts.seed,
+                      row, ml_baseline)
+    except Exception as exc:  # keep going; the row records the error
+        row["error"] = _first_line(exc)
+        log.warning("report: %s k=%s failed: %s", algo, k, row["error"])
+    done = (f"{row['seconds']:.2f} s, GCP {_fmt(row.get('gcp'))}"
+            if row.get("seconds") is not None else "failed")
+    say(f"{algo} k={k}: {done}" + (f" (error: {row['error']})" if row.get("error") else ""))
+    return row
+
+
+def _write_outputs(con, plan: _Plan, opts: ReportOptions, rows, ml_baseline, out_dir) -> dict:
+    """The kanon_report table, its CSV (DuckDB COPY), the plots and index.html."""
+    columns = list(COLUMNS) + plan.ml_columns
     _write_table(con, rows, columns)
     csv_path = os.path.join(out_dir, "kanon_report.csv")
     con.execute(f"COPY {quote_ident(REPORT_TABLE)} TO {sql_string(csv_path)} (HEADER)")
     plot_paths = {}
-    if plots:
+    if opts.plots:
         from .plots import plot_report
         ok = [r for r in rows if r.get("seconds") is not None]
-        plot_paths = plot_report(ok, out_dir, title=f"{table}, n={n_rows}",
-                                 extra=[(c, _ml_label(c), False) for c in ml_columns],
+        plot_paths = plot_report(ok, out_dir, title=f"{plan.table}, n={plan.n_rows}",
+                                 extra=[(c, _ml_label(c), False) for c in plan.ml_columns],
                                  baselines=ml_baseline)
     html_path = os.path.join(out_dir, "index.html")
-    meta = {"table": table, "n_rows": n_rows, "qi": qi, "label": label, "algos": algos, "ks": ks,
-            "seed": seed, "params": params}
+    meta = {"table": plan.table, "n_rows": plan.n_rows, "qi": plan.qi, "label": plan.label,
+            "algos": plan.algos, "ks": plan.ks, "seed": opts.seed, "params": plan.params}
+    notes = list(plan.notes)
     if ml_baseline:
         notes.append("raw-data baseline: " + ", ".join(
             f"{c} {v:.4f}" for c, v in ml_baseline.items()))
@@ -465,13 +517,13 @@ def run_report(args) -> dict:
                 raise InvalidParameterError(f"hierarchy file not found: {path}")
             load_arx_taxonomy(con, attr, path, delimiter=args.hierarchy_delimiter)
         say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+        opts = ReportOptions(qi=_parse_list(args.qi), label=None if args.no_label else args.label,
+                             sample=args.sample, seed=args.seed, queries=args.queries,
+                             keep_tables=args.keep_tables, plots=not args.no_plots,
+                             warmup=not args.no_warmup, ml_models=_parse_list(args.ml),
+                             on_progress=say, params=dict(getattr(args, "param", None) or []))
         res = build_report(con, args.table, _parse_list(args.algos), _parse_list(args.k, int),
-                           args.out, qi=_parse_list(args.qi),
-                           label=None if args.no_label else args.label, sample=args.sample,
-                           seed=args.seed, queries=args.queries, keep_tables=args.keep_tables,
-                           plots=not args.no_plots,
-                           warmup=not args.no_warmup, ml_models=_parse_list(args.ml),
-                           on_progress=say, params=dict(getattr(args, "param", None) or []))
+                           args.out, opts)
     finally:
         con.close()
     print(f"report: {os.path.abspath(res['html'])}")

@@ -195,3 +195,20 @@ def test_classifier_columns_and_raw_baseline(adult_con, tmp_path):
     with pytest.raises(InvalidParameterError, match="unknown model"):
         report.build_report(adult_con, "ml_src", ["mondrian"], [5], str(tmp_path), queries=0,
                             ml_models=["xgboost"])
+
+
+def test_options_object_and_keyword_overrides_give_the_same_report(adult_con, tmp_path):
+    """build_report takes a typed ReportOptions; keywords override its fields. Same rows (but
+    the timings and run ids), same notes in the same order, same HTML but the timing cells."""
+    opts = report.ReportOptions(sample=60, queries=20, plots=False, warmup=False, seed=3)
+    a = report.build_report(adult_con, "adult", ["mondrian"], [5, 10], str(tmp_path / "a"), opts)
+    b = report.build_report(adult_con, "adult", "mondrian", "5,10", str(tmp_path / "b"),
+                            sample=60, queries=20, plots=False, warmup=False, seed=3)
+    timing = {"seconds", "algo_seconds", "run_id"}
+    strip = lambda rows: [{c: v for c, v in r.items() if c not in timing} for r in rows]  # noqa: E731
+    assert strip(a["rows"]) == strip(b["rows"]) and len(a["rows"]) == 2
+    assert a["rows"][0]["n_rows"] == 60 and a["rows"][0].get("error") is None
+    assert a["notes"] == b["notes"] and a["notes"][0].startswith("deterministic sample of 60 rows")
+    assert "20 random COUNT queries" in a["notes"][1] and len(a["notes"]) == 2
+    with pytest.raises(TypeError):
+        report.build_report(adult_con, "adult", ["mondrian"], [5], str(tmp_path), no_such=1)
