@@ -86,9 +86,12 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
     sensitive = privacy_hooks.sensitive_columns(plan, sensitive, models, extra)
     taxonomies = check_taxonomies_param(taxonomies, plan.qi)
     with compile_notice(algorithm.name):  # says so when numba compiles (first use only)
+        # full-domain algorithms read the histogram of distinct (QI, sensitive) tuples: their
+        # cost grows with the distinct tuples, not the rows (a class holds whole tuples)
         row_key, data = encode(con, plan, extra_columns=extra,
-                             need_num_trees=algorithm.needs_num_trees, taxonomies=taxonomies)
-        check_k(k, data.n)
+                               need_num_trees=algorithm.needs_num_trees, taxonomies=taxonomies,
+                               histogram=algorithm.family == "lattice")
+        check_k(k, data.n_rows)
         spec = privacy_hooks.attach(con, data, models, sensitive, t_distance, plan.table)
         part = privacy_hooks.run(algorithm, data, max(k, spec.min_class_size), seed, params,
                                  progress, spec, local)
@@ -100,14 +103,15 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
     if record:
         loss = per_qi_loss(data, g)
         order = {c: i for i, c in enumerate(plan.numeric + plan.categorical)}
-        n_sup = int(part.suppressed.sum()) if part.suppressed is not None else 0
+        n_sup = (int(data.row_counts()[part.suppressed].sum())
+                 if part.suppressed is not None else 0)
         ranges = [data.value_range(j) for j in range(data.dn)]
         run_id = record_run(con, RunRecord(
             source=plan.table, k=k, algo=algorithm.name, qi=plan.qi, numeric_qi=plan.numeric,
             categorical_qi=plan.categorical,
             params={**params, **local, **privacy_hooks.recorded(privacy_given, spec)},
             seed=seed,
-            n_rows=data.n, n_classes=g.n_classes, n_suppressed=n_sup, elapsed_s=elapsed,
+            n_rows=data.n_rows, n_classes=g.n_classes, n_suppressed=n_sup, elapsed_s=elapsed,
             qi_loss=[loss[order[c]] for c in plan.qi], weights=part.info.get("weights"),
             details=part.info, num_lo=[r[0] for r in ranges], num_hi=[r[1] for r in ranges],
             qi_trees=[(data.tree_attrs or {}).get(c) for c in plan.qi]))

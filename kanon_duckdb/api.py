@@ -96,7 +96,7 @@ def anonymize(data, *, k, qi, algo="mondrian", con=None, seed=0, numeric=None, c
         res = run(con, source, k=k, algo=algo, qi=qi, seed=seed, numeric=numeric,
                   categorical=categorical, params=params, taxonomies=taxonomies)
         token = STORE.pin(Assignment(res.row_key, res.generalized.ec, res.data),
-                          (res.run_id, res.data.n, classes_arrow(res)))
+                          (res.run_id, res.data.n_rows, classes_arrow(res)))
         rel = con.sql(output_sql(res.plan, f"__kanon_pass({token})"))
     except BaseException:
         if registered:

@@ -9,7 +9,9 @@ stored for it. No rowid is needed, so any relation works (views, files, DataFram
 
 A row whose key was not in the first read, or more rows with a key than the first read had,
 raises ConcurrentChangeError (the relation changed between the two reads); a row count check in
-SQL catches rows that vanished. Two different QI tuples with one 64-bit key are detected when
+SQL catches rows that vanished. A run that read the histogram of distinct QI tuples
+(``QIData.counts``, the lattice family) stores one entry per distinct tuple, handed out to as
+many rows as it counted: 16 bytes per distinct tuple instead of per row. Two different QI tuples with one 64-bit key are detected when
 the assignment is built (DataError; about 1 in 10^6 at 10^7 rows).
 
 Lifetime, with no bound one run could hit while another still needs its entry: a run's
@@ -47,6 +49,36 @@ def _tuples_differ(skeys, order, num, num_null, cat):
             if cat[a, j] != cat[b, j]:
                 return True
     return False
+
+
+@njit
+def _hand_out_counted(skeys, slots, classes, counts, used, keys, out):
+    """``_hand_out`` when entry e stands for ``counts[e]`` rows (a histogram); ``used`` counts
+    the rows handed out per key (at the key's first entry). Same return value."""
+    n = skeys.shape[0]
+    m = keys.shape[0]
+    mask = slots.shape[0] - 1
+    for i in range(m):
+        key = keys[i]
+        h = key & mask
+        lo = -1
+        while slots[h] != -1:
+            if skeys[slots[h]] == key:
+                lo = slots[h]
+                break
+            h = (h + 1) & mask
+        if lo < 0:
+            return 2 * m + i
+        rest = used[lo]
+        e = lo
+        while e < n and skeys[e] == key and rest >= counts[e]:
+            rest -= counts[e]
+            e += 1
+        if e >= n or skeys[e] != key:
+            return m + i
+        out[i] = classes[e]
+        used[lo] += 1
+    return -1
 
 
 @njit
@@ -90,7 +122,10 @@ def _hand_out(skeys, slots, classes, used, keys, out):
 
 
 class Assignment:
-    """Sorted row keys and the class of each (int32), built once per run. O(n log n)."""
+    """Sorted row keys and the class of each (int32), built once per run. O(n log n).
+
+    With ``data.counts`` (a histogram run) the keys are those of the distinct tuples and
+    ``counts`` (int64) says how many rows each entry stands for; ``n`` is the row count."""
 
     def __init__(self, keys: np.ndarray, ec: np.ndarray, data=None):
         keys = np.ascontiguousarray(keys).view(np.uint64)
@@ -100,7 +135,9 @@ class Assignment:
             raise DataError("two different QI tuples share one 64-bit row key; this is very rare: "
                             "please report it (anonymizing a copy with one more column avoids it)")
         self.classes = np.asarray(ec)[order].astype(np.int32)
-        self.n = int(self.keys.size)
+        counts = None if data is None else data.counts
+        self.counts = None if counts is None else np.ascontiguousarray(counts[order], dtype=np.int64)
+        self.n = int(self.keys.size) if counts is None else int(self.counts.sum())
         n_distinct = 1 + int(np.count_nonzero(self.keys[1:] != self.keys[:-1])) if self.n else 0
         size = 1 << max(4, (2 * n_distinct).bit_length())  # load factor <= 1/2
         self.slots = np.full(size, -1, dtype=np.int64 if self.n >= 2**31 else np.int32)
@@ -113,7 +150,8 @@ class Pass:
 
     def __init__(self, assignment: Assignment):
         self.assignment = assignment
-        self.used = np.zeros(assignment.n, dtype=np.int32)
+        self.used = np.zeros(assignment.keys.size,
+                             dtype=np.int32 if assignment.counts is None else np.int64)
         self.done = 0
         self.touched = time.monotonic()
 
@@ -167,7 +205,10 @@ class Assignments:
         out = np.empty(keys.size, dtype=np.int64)
         a = p.assignment
         with self._lock:  # one scan's chunks arrive from several threads
-            bad = _hand_out(a.keys, a.slots, a.classes, p.used, keys, out)
+            if a.counts is None:
+                bad = _hand_out(a.keys, a.slots, a.classes, p.used, keys, out)
+            else:
+                bad = _hand_out_counted(a.keys, a.slots, a.classes, a.counts, p.used, keys, out)
             p.touched = time.monotonic()
             if bad < 0:
                 p.done += keys.size

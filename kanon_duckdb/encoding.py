@@ -139,13 +139,26 @@ def row_key_sql(plan: QIPlan) -> str:
     return "hash(" + ", ".join(quote_ident(c) for c in plan.qi) + ")"
 
 
+def histogram_sql(plan: QIPlan, extra_columns=()) -> str:
+    """The relation of distinct (QI, ``extra_columns``) tuples with their row counts
+    (``__kanon_count``): DuckDB's GROUP BY, parallel and spilling to disk."""
+    cols = list(plan.qi) + [c for c in extra_columns if c not in plan.qi]
+    names = ", ".join(quote_ident(c) for c in cols)
+    return (f"(SELECT {names}, count(*) AS __kanon_count FROM {plan.table_sql} "
+            f"GROUP BY {names})")
+
+
 def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False,
-           taxonomies=None) -> tuple[np.ndarray, QIData]:
+           taxonomies=None, histogram=False) -> tuple[np.ndarray, QIData]:
     """Read the QIs (and ``extra_columns`` as raw Arrow arrays) and encode them.
 
     Each QI's tree is the one ``taxonomy.store.resolve_tree_attr`` picks for (plan.table, QI,
     ``taxonomies``); ``QIData.tree_attrs`` records it.
-    Returns (row keys uint64 (n,), QIData). Cost: one scan of the QI columns plus O(n·d) numpy work.
+    ``histogram``: encode the distinct (QI, extra) tuples instead of the rows, with their row
+    counts in ``QIData.counts`` (``histogram_sql``); the key of a tuple is the key of each of
+    its rows (``row_key_sql``).
+    Returns (row keys uint64 (n,), QIData). Cost: one scan of the QI columns plus O(n·d) numpy
+    work, n the rows or, with ``histogram``, the distinct tuples.
     """
     sel = [row_key_sql(plan)]
     _check_int_range(con, plan)
@@ -158,10 +171,15 @@ def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False,
         sel.append(f"CAST({quote_ident(c)} AS VARCHAR)")
     for c in extra_columns:
         sel.append(quote_ident(c))
-    tbl = con.sql(f"SELECT {', '.join(sel)} FROM {plan.table_sql}").to_arrow_table()
+    if histogram:
+        sel.append("__kanon_count")
+    source = histogram_sql(plan, extra_columns) if histogram else plan.table_sql
+    tbl = con.sql(f"SELECT {', '.join(sel)} FROM {source}").to_arrow_table()
     n = tbl.num_rows
     if n == 0:
         raise DataError(f"table {plan.table!r} is empty; there is nothing to anonymize")
+    row_counts = (np.ascontiguousarray(tbl.column(tbl.num_columns - 1).to_numpy(), dtype=np.int64)
+                  if histogram else None)
     rowid = tbl.column(0).to_numpy()  # uint64 row keys (see row_key_sql)
     dn, dc = len(plan.numeric), len(plan.categorical)
     num = np.empty((n, dn), dtype=np.float64)
@@ -189,7 +207,7 @@ def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False,
         enc = encoded[j]
         values = enc.dictionary.to_pylist()
         codes = enc.indices.fill_null(len(values)).to_numpy()
-        counts = np.bincount(codes, minlength=len(values) + 1)
+        counts = np.bincount(codes, weights=row_counts, minlength=len(values) + 1).astype(np.int64)
         attr, tree = read_tree_of(con, c, plan.table, taxonomies, attrs)
         if attr is not None:
             tree_attrs[c] = attr
@@ -206,7 +224,7 @@ def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False,
     is_int = np.array([c in plan.integer for c in plan.numeric], dtype=bool)
     data = QIData(n, np.ascontiguousarray(num), num_null, lo, hi, is_int, np.ascontiguousarray(cat),
                   trees, list(plan.numeric), list(plan.categorical), extra, tree_attrs=tree_attrs,
-                  num_codec=codecs)
+                  num_codec=codecs, counts=row_counts)
     if need_num_trees:
         data = attach_numeric_trees(con, plan, data, taxonomies)
     return rowid, data

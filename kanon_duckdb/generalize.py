@@ -67,6 +67,8 @@ def generalize(data: QIData, part: Partition) -> Generalized:
         leaf_node, leaf_off, parent, leaf_hi, _nl, node_off, _sh, _ll = data.cat_arrays()
         size, lo, hi, nodes = _class_stats(ec, C, data.num, data.num_null, data.cat, leaf_node,
                                            leaf_off, parent, leaf_hi, node_off)
+    if data.counts is not None:  # a histogram: a class's size is its tuples' row counts
+        size = np.bincount(ec, weights=data.counts, minlength=C).astype(np.int64)
     if part.cat_nodes is not None:
         nodes = np.asarray(part.cat_nodes, dtype=np.int32)[uniq]
     if part.num_lo is not None:
@@ -78,7 +80,7 @@ def generalize(data: QIData, part: Partition) -> Generalized:
 def per_qi_loss(data: QIData, g: Generalized) -> np.ndarray:
     """Mean NCP (kanon_duckdb.ncp) of each QI over rows (numeric first, then categorical), in
     [0, 1]: a NULL range counts 1, a suppressed row counts 1 on every QI."""
-    w = g.size.astype(np.float64) / data.n
+    w = g.size.astype(np.float64) / data.n_rows
     sup = None
     if g.suppressed is not None and g.suppressed.any():
         sup = np.bincount(g.ec, weights=g.suppressed.astype(np.float64), minlength=g.n_classes) > 0

@@ -32,6 +32,9 @@ class QIData:
     extra    dict of named per-row arrays an algorithm asked for (e.g. the sensitive attribute)
     tree_attrs dict QI name -> kanon_taxonomy attr of the tree it used (taxonomy.store.
              resolve_tree_attr); absent for the implicit flat tree or no tree
+    counts   int64 (n,) or None: source rows each encoded row stands for (the histogram of
+             distinct QI tuples that the lattice family reads, ``encoding.encode(histogram=
+             True)``); None = one row each. ``n_rows`` is the source's row count either way.
     """
     n: int
     num: np.ndarray
@@ -48,6 +51,16 @@ class QIData:
     num_leaf: np.ndarray | None = None  # int32 (n, dn) leaf ordinal in num_trees, when present
     tree_attrs: dict = field(default_factory=dict)
     num_codec: list = field(default_factory=list)  # per numeric QI: None (plain) or NumericCodec
+    counts: np.ndarray | None = None  # int64 (n,): rows per encoded (distinct) tuple
+
+    @property
+    def n_rows(self) -> int:
+        """Rows of the source: ``n``, or the sum of ``counts`` for a histogram."""
+        return self.n if self.counts is None else int(self.counts.sum())
+
+    def row_counts(self) -> np.ndarray:
+        """int64 (n,): ``counts``, or ones."""
+        return np.ones(self.n, dtype=np.int64) if self.counts is None else self.counts
 
     @property
     def dn(self) -> int:

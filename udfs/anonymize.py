@@ -144,7 +144,7 @@ def declare(ctx: UdfContext) -> list[UDF]:
             cur.close()
         from kanon_duckdb.assignment import STORE, Assignment
         token = STORE.start(Assignment(res.row_key, res.generalized.ec, res.data))
-        out = run_value(res.run_id, token, res.data.n, classes_arrow(res))
+        out = run_value(res.run_id, token, res.data.n_rows, classes_arrow(res))
         del res
         return pa.concat_arrays([out] * len(args_json)) if len(args_json) != 1 else out
 

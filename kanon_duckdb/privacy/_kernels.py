@@ -218,10 +218,17 @@ def group_rows(ec, C):
     return members, start
 
 
+@njit
+def row_weight(row_w, i):
+    """Rows that encoded row i stands for: row_w[i] (a histogram of distinct tuples), or 1.0
+    when ``row_w`` is empty."""
+    return row_w[i] if row_w.shape[0] > 0 else 1.0
+
+
 @njit_parallel
-def classes_ok(ec, C, P, scr_cols):
+def classes_ok(ec, C, P, scr_cols, row_w):
     """bool (C,): class c (rows with ec == c) satisfies every model (an id without rows counts
-    as satisfying). O(n + C * M)."""
+    as satisfying). ``row_w`` float64 (n,) or empty: see ``row_weight``. O(n + C * M)."""
     members, start = group_rows(ec, C)
     M = P[5].shape[0]
     ok = np.empty(C, dtype=np.bool_)
@@ -230,20 +237,23 @@ def classes_ok(ec, C, P, scr_cols):
         cnt = np.zeros(M + 1)
         scr = np.empty((4, scr_cols))
         for c in range(t * C // n_chunks, (t + 1) * C // n_chunks):
+            size = 0.0
             for i in range(start[c], start[c + 1]):
-                add_row(cnt, members[i], P, 1.0)
-            size = start[c + 1] - start[c]
-            ok[c] = size == 0 or class_ok(cnt, size, P, scr)  # an empty id publishes nothing
+                w = row_weight(row_w, members[i])
+                add_row(cnt, members[i], P, w)
+                size += w
+            # an empty id publishes nothing
+            ok[c] = start[c + 1] == start[c] or class_ok(cnt, size, P, scr)
             for i in range(start[c], start[c + 1]):
-                add_row(cnt, members[i], P, -1.0)
+                add_row(cnt, members[i], P, -row_weight(row_w, members[i]))
     return ok
 
 
 @njit
-def class_hist(ec, C, P):
+def class_hist(ec, C, P, row_w):
     """float64 (C, M): histogram of every class (for merging in the repair pass)."""
     M = P[5].shape[0]
     h = np.zeros((C, M))
     for i in range(ec.shape[0]):
-        add_row(h[ec[i]], i, P, 1.0)
+        add_row(h[ec[i]], i, P, row_weight(row_w, i))
     return h

@@ -88,7 +88,7 @@ def recorded(privacy_params: dict, spec) -> dict:
 def attach(con, data, models, sensitive, t_distance, table=None):
     """Build the run's PrivacySpec from the encoded rows and put it in ``data.extra``."""
     spec = build_spec(con, models, sensitive, t_distance,
-                      {c: data.extra[c] for c in sensitive}, data.n, table)
+                      {c: data.extra[c] for c in sensitive}, data.n, table, data.counts)
     data.extra[EXTRA_KEY] = spec
     return spec
 

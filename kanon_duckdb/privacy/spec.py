@@ -119,6 +119,9 @@ class PrivacySpec:
     fp: np.ndarray
     ip: np.ndarray
     value_labels: list = field(default_factory=list)  # per attribute: code -> value (messages)
+    # float64 (n,): rows each encoded row stands for (a histogram of distinct tuples,
+    # QIData.counts); empty = one each
+    row_w: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     @property
     def min_class_size(self) -> int:
@@ -147,12 +150,13 @@ class PrivacySpec:
     def classes_ok(self, ec: np.ndarray, n_classes: int) -> np.ndarray:
         """bool (C,): which classes of ``ec`` satisfy every model. O(n + C * M)."""
         return K.classes_ok(np.ascontiguousarray(ec, dtype=np.int64), int(n_classes),
-                            self.packed(), self.scr_cols)
+                            self.packed(), self.scr_cols, self.row_w)
 
     def subset(self, rows: np.ndarray) -> PrivacySpec:
         """The same models over rows ``rows`` (the table distribution p stays the input's)."""
         import dataclasses
-        return dataclasses.replace(self, codes=np.ascontiguousarray(self.codes[rows]))
+        return dataclasses.replace(self, codes=np.ascontiguousarray(self.codes[rows]),
+                                   row_w=self.row_w[rows] if self.row_w.size else self.row_w)
 
     def describe(self) -> list:
         out = []
@@ -240,10 +244,13 @@ def resolve_distance(con, name: str, arr: pa.Array, requested: str | None, table
 
 
 def build_spec(con, models: tuple, sensitive: list, t_distance, columns: dict, n: int,
-               table=None) -> PrivacySpec:
+               table=None, counts=None) -> PrivacySpec:
     """Encode the sensitive columns (``columns``: name -> Arrow array of the n rows) for
-    ``models``. Raises when a hierarchical distance has no taxonomy or the whole table already
-    violates a model (then nothing can satisfy it)."""
+    ``models``; ``counts`` int64 (n,): rows each stands for (QIData.counts), None = one each.
+    Raises when a hierarchical distance has no taxonomy or the whole table already violates a
+    model (then nothing can satisfy it)."""
+    row_w = np.zeros(0) if counts is None else np.asarray(counts, dtype=np.float64)
+    n_rows = float(row_w.sum()) if counts is not None else float(n)
     k_min = max(m.min_class_size for m in models if hasattr(m, "min_class_size"))
     lmod = next((m for m in models if hasattr(m, "kind")), None)
     tmod = next((m for m in models if isinstance(m, TCloseness)), None)
@@ -251,6 +258,7 @@ def build_spec(con, models: tuple, sensitive: list, t_distance, columns: dict, n
         spec = no_models(n, k_min)
         spec.models = models
         spec.sensitive = list(sensitive)
+        spec.row_w = row_w
         return spec
     codes = np.zeros((n, len(sensitive)), dtype=np.int32)
     val_off = [0]
@@ -284,7 +292,7 @@ def build_spec(con, models: tuple, sensitive: list, t_distance, columns: dict, n
             labels.append(lab)
         codes[:, a] = c
         val_off.append(val_off[-1] + m)
-        p_parts.append(np.bincount(c, minlength=m) / float(n))
+        p_parts.append(np.bincount(c, weights=row_w if row_w.size else None, minlength=m) / n_rows)
         distances.append(dist)
     cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)
     fp = np.array([float(k_min), float(lmod.l) if lmod else 0.0,
@@ -294,7 +302,7 @@ def build_spec(con, models: tuple, sensitive: list, t_distance, columns: dict, n
     spec = PrivacySpec(models, list(sensitive), distances, codes, np.array(val_off, np.int64),
                        cat(p_parts, np.float64), cat(parents, np.int32),
                        np.array(node_off, np.int64), cat(leaves, np.int32),
-                       cat(weights, np.float64), cat(orders, np.int32), fp, ip, labels)
+                       cat(weights, np.float64), cat(orders, np.int32), fp, ip, labels, row_w)
     _check_whole_table(spec, n)
     return spec
 
@@ -318,7 +326,7 @@ def _check_whole_table(spec: PrivacySpec, n: int) -> None:
     ok = spec.classes_ok(np.zeros(n, dtype=np.int64), 1)
     if ok[0]:
         return
-    h = K.class_hist(np.zeros(n, dtype=np.int64), 1, spec.packed())[0]
+    h = K.class_hist(np.zeros(n, dtype=np.int64), 1, spec.packed(), spec.row_w)[0]
     lmod = next((m for m in spec.models if hasattr(m, "kind")), None)
     for a, name in enumerate(spec.sensitive):
         v = table_values(spec, h, a)
@@ -329,8 +337,9 @@ def _check_whole_table(spec: PrivacySpec, n: int) -> None:
                     f"{lmod.describe()['model']} with l={lmod.l:g} is impossible: the whole table "
                     f"reaches only l={have:.4g} on sensitive attribute '{name}' (every class would "
                     f"be less diverse); lower l")
-    if n < spec.min_class_size:
+    n_rows = int(spec.row_w.sum()) if spec.row_w.size else n
+    if n_rows < spec.min_class_size:
         raise InfeasibleError(
             f"the models need classes of at least {spec.min_class_size} rows but the table has "
-            f"{n}; relax k / max_risk / avg_risk / l")
+            f"{n_rows}; relax k / max_risk / avg_risk / l")
     raise InfeasibleError("the whole table violates the requested privacy models; relax them")

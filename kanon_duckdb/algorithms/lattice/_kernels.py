@@ -8,7 +8,8 @@ Layout shared by the kernels (d = number of QIs):
   code (0..m-1) of each row's level-L ancestor; column ``cstart[j] + L``
 - ``cols``  int64 (d,): the column of each QI at the node being evaluated
 - ``rep``/``cnt``: an input class table, one representative row and a row count per class
-  (the raw rows: ``identity=True``, r = t and count 1)
+  (the encoded rows: ``identity=True``, r = t, count ``cnt[t]`` for a histogram of distinct
+  tuples or 1 when ``cnt`` is empty)
 
 Evaluating a node = mixed-radix key per input class (``node_keys``, column-wise, streaming),
 then one grouping pass (``group_keys``): a dense counting array when the key space is small,
@@ -84,8 +85,8 @@ def group_keys(keys, rep, cnt, identity, keyspace, dense, hkey, hval, want_cls):
     """Group input classes by key: dense counting array when keyspace <= dense.size, open
     addressing otherwise.
 
-    keys int64 (c,) IN; rep int32 (c,) IN, cnt int64 (c,) IN (ignored when identity: r = t,
-    count 1); dense int32 IN/OUT scratch, hkey int64 / hval int32 (power-of-two size >= 2c+2)
+    keys int64 (c,) IN; rep int32 (c,) IN (ignored when identity: r = t), cnt int64 (c,) IN
+    (identity: (c,) or empty = count 1); dense int32 IN/OUT scratch, hkey int64 / hval int32 (power-of-two size >= 2c+2)
     IN/OUT scratch: all -1 (hkey, dense) on entry and on exit.
     Returns (rep int32 (C,), cnt int64 (C,), class of each input int32 (c,) or empty).
     """
@@ -95,12 +96,13 @@ def group_keys(keys, rep, cnt, identity, keyspace, dense, hkey, hval, want_cls):
     out_cnt = np.empty(cap, dtype=np.int64)
     out_pos = np.empty(cap, dtype=np.int64)
     cls = np.empty(c if want_cls else 0, dtype=np.int32)
+    has_cnt = cnt.shape[0] > 0
     nout = 0
     if keyspace <= dense.shape[0] and (keyspace <= 65536 or keyspace <= 4 * c):
         for t in range(c):
             key = keys[t]
             s = dense[key]
-            w = 1 if identity else cnt[t]
+            w = cnt[t] if has_cnt else 1
             if s < 0:
                 dense[key] = nout
                 _emit(out_rep, out_cnt, out_pos, nout, t if identity else rep[t], w, key)
@@ -118,7 +120,7 @@ def group_keys(keys, rep, cnt, identity, keyspace, dense, hkey, hval, want_cls):
         low = (np.int64(1) << 32) - 1
         for t in range(c):
             key = keys[t]
-            w = 1 if identity else cnt[t]
+            w = cnt[t] if has_cnt else 1
             h = np.int64((np.uint64(key) * _GOLDEN) >> shift)
             while True:
                 e = hkey[h]
@@ -141,7 +143,7 @@ def group_keys(keys, rep, cnt, identity, keyspace, dense, hkey, hval, want_cls):
         size, shift, mask = _table_shape(c)
         for t in range(c):
             key = keys[t]
-            w = 1 if identity else cnt[t]
+            w = cnt[t] if has_cnt else 1
             h = np.int64((np.uint64(key) * _GOLDEN) >> shift)
             while True:
                 k0 = hkey[h]
@@ -173,12 +175,13 @@ def group_tuple(codes, rep, cnt, identity, cols, want_cls):
     out_cnt = np.empty(c, dtype=np.int64)
     cls = np.empty(c if want_cls else 0, dtype=np.int32)
     size, shift, mask = _table_shape(c)
+    has_cnt = cnt.shape[0] > 0
     tval = np.full(size, -1, dtype=np.int32)
     thash = np.empty(size, dtype=np.uint64)
     nout = 0
     for t in range(c):
         r = t if identity else rep[t]
-        w = 1 if identity else cnt[t]
+        w = cnt[t] if has_cnt else 1
         hv = np.uint64(1469598103934665603)
         for j in range(d):
             hv = (hv ^ np.uint64(codes[cols[j], r])) * np.uint64(1099511628211)
@@ -250,11 +253,13 @@ def class_stats(out_rep, out_cnt, k, codes, cols, coff, cncp):
 
 
 @njit
-def single_qi_suppression(codes, m, k):
-    """Rows in classes smaller than k when grouping by one QI's codes (int32 (n,), m codes)."""
+def single_qi_suppression(codes, m, k, cnt):
+    """Rows in classes smaller than k when grouping by one QI's codes (int32 (t,), m codes);
+    ``cnt`` int64 (t,) rows per encoded row, or empty (one each)."""
     counts = np.zeros(m, dtype=np.int64)
+    has_cnt = cnt.shape[0] > 0
     for i in range(codes.shape[0]):
-        counts[codes[i]] += 1
+        counts[codes[i]] += cnt[i] if has_cnt else 1
     sup = np.int64(0)
     for c in range(m):
         if 0 < counts[c] < k:

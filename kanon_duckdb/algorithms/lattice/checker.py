@@ -79,12 +79,13 @@ class NodeChecker:
         self.n_checks = 0
         self.poll = lambda: None  # called before every kernel grouping (interruption check)
         self._dense = np.full(_DENSE_MAX, -1, dtype=np.int32)
+        self.t = space.t  # encoded rows: the distinct tuples of a histogram
         hsize = 1
-        while hsize < 2 * self.n + 2:
+        while hsize < 2 * self.t + 2:
             hsize *= 2
         self._hkey = np.full(hsize, -1, dtype=np.int64)
         self._hval = np.empty(hsize, dtype=np.int32)
-        self._keybuf = np.empty(self.n, dtype=np.int64)
+        self._keybuf = np.empty(self.t, dtype=np.int64)
         self._cache_entries = cache_entries
         self._ckeys = np.full((cache_entries, space.d), np.iinfo(np.int64).max, dtype=np.int64)
         self._csize = np.full(cache_entries, np.iinfo(np.int64).max, dtype=np.int64)
@@ -99,7 +100,10 @@ class NodeChecker:
         ncp_mean = space.ncp_mean if w is None else space.ncp_mean * w[:, None]
         self._ncp_rows = [list(map(float, ncp_mean[j])) for j in range(space.d)]
         self._cncp = space.cncp if w is None else self._weighted_cncp(space, w)
-        self._norep = (np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int64))
+        # the encoded rows as an input class table: r = t, counts of a histogram (or 1 each)
+        self._norep = (np.zeros(0, dtype=np.int32),
+                       np.zeros(0, dtype=np.int64) if space.counts is None
+                       else np.ascontiguousarray(space.counts, dtype=np.int64))
         self.bounds = self._per_qi_bounds()
         # privacy models beyond k (privacy.PrivacySpec): classes violating one are suppressed
         self.privacy = privacy if privacy is not None and privacy.has_class_models else None
@@ -123,7 +127,8 @@ class NodeChecker:
             lv = int(sp.heights[j])
             for L in range(int(sp.heights[j]) + 1):
                 c = int(sp.cstart[j] + L)
-                if K.single_qi_suppression(sp.codes[c], int(sp.mcol[c]), self.k) <= self.limit:
+                if K.single_qi_suppression(sp.codes[c], int(sp.mcol[c]), self.k,
+                                           self._norep[1]) <= self.limit:
                     lv = L
                     break
             out.append(lv)
@@ -174,12 +179,12 @@ class NodeChecker:
             rep, cnt = self._ctab[i]
             self.n_rows_grouped += rep.shape[0]
             return self._run_kernels(levels, rep, cnt, False)[:2]
-        self.n_rows_grouped += self.n
+        self.n_rows_grouped += self.t
         return self._run_kernels(levels, *self._norep, True)[:2]
 
     def _remember(self, levels, tab):
         size = tab[0].shape[0]
-        if size >= self.n * 0.9 and self._n_cached:
+        if size >= self.t * 0.9 and self._n_cached:
             return  # barely smaller than the raw rows: not worth the memory
         i = int(np.argmin(self._cstamp))  # least recently used (never-used slots first)
         self._clock += 1
@@ -209,7 +214,7 @@ class NodeChecker:
         else:  # per-class histograms of the sensitive values need the rows' classes
             rep, cnt, cls = self._run_kernels(key, *self._norep, True, want_cls=True)
             self.n_evaluated += 1
-            self.n_rows_grouped += self.n
+            self.n_rows_grouped += self.t
             ok = self.privacy.classes_ok(cls, rep.shape[0])
             mn, sup, sq_ok, sq_all, sup_ncp = K.class_stats_ok(rep, cnt, ok, sp.codes,
                                                                sp.cols(key), sp.coff, self._cncp)

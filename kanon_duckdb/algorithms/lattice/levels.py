@@ -3,9 +3,11 @@
 Full-domain (global) recoding chooses one level per QI: a leaf maps to its ancestor ``L`` steps
 up (``TaxonomyIndex.anc``, capped at the root). ``LatticeSpace`` precomputes, once per run:
 
-- ``codes`` (n_cols, n), uint16 when every level has < 65536 values, else int32: per QI j and
+- ``codes`` (n_cols, t), uint16 when every level has < 65536 values, else int32: per QI j and
   level L (column ``cstart[j] + L``) the compact code of each row's level-L ancestor, in QI order
   (numeric QIs first, then categorical, the order of ``QIData``). About 2 bytes per row per level;
+  t is the number of encoded rows: the distinct QI tuples when ``QIData.counts`` holds their row
+  counts (``counts``), so the search's cost grows with the distinct tuples, not the rows;
 - per column c and code x (flat, at ``coff[c] + x``): ``cnode`` the tree node (for output) and
   ``cncp`` its NCP; ``mcol[c]`` the number of codes;
 - ``ncp_mean`` (d, Hmax+1): mean NCP over all rows of QI j at level L (GCP without suppression is
@@ -33,7 +35,7 @@ from ...qidata import QIData
 
 @dataclass
 class LatticeSpace:
-    n: int
+    n: int                  # rows of the source (the sum of ``counts``)
     names: list             # QI names, numeric first then categorical
     dn: int                 # number of numeric QIs (the first dn QIs)
     trees: list             # TaxonomyIndex per QI
@@ -48,6 +50,12 @@ class LatticeSpace:
     node_lo: list           # per numeric QI: float64 (n_nodes,) published lower bound (NaN = NULL)
     node_hi: list
     auto_widths: dict       # numeric QI -> widths of the automatically built tree
+    counts: np.ndarray | None = None  # int64 (t,): rows per encoded tuple; None = one each
+
+    @property
+    def t(self) -> int:
+        """Encoded rows (distinct tuples for a histogram)."""
+        return int(self.codes.shape[1])
 
     @property
     def d(self) -> int:
@@ -144,8 +152,9 @@ def _node_ranges(tree: TaxonomyIndex, leaf, values, null):
 
 
 def build_space(data: QIData) -> LatticeSpace:
-    """Precompute rows, level maps and NCP tables for all QIs of ``data``. O(n·d + tree sizes)."""
-    n = data.n
+    """Precompute rows, level maps and NCP tables for all QIs of ``data``. O(t·d + tree sizes),
+    t the encoded rows (the distinct tuples of a histogram)."""
+    n = data.n_rows
     trees, cols, names, auto = [], [], [], {}
     node_lo, node_hi, ncp_nodes = [], [], []
     for j in range(data.dn):
@@ -176,7 +185,8 @@ def build_space(data: QIData) -> LatticeSpace:
     ncp_mean = np.zeros((d, hmax + 1))
     per_col = []  # (codes of leaves, nodes, ncp) per column
     for j, tree in enumerate(trees):
-        leaf_rows = np.bincount(cols[j], minlength=tree.leaf_count).astype(np.float64)
+        leaf_rows = np.bincount(cols[j], weights=data.counts,
+                                minlength=tree.leaf_count).astype(np.float64)
         for lv in range(heights[j] + 1):
             anc = tree.anc[:, lv]
             uniq, leaf_code = np.unique(anc, return_inverse=True)
@@ -191,10 +201,10 @@ def build_space(data: QIData) -> LatticeSpace:
     cnode = np.concatenate([p[1] for p in per_col]) if per_col else np.zeros(0, np.int32)
     cncp = np.concatenate([p[2] for p in per_col]) if per_col else np.zeros(0)
     dtype = np.uint16 if (mcol.size == 0 or mcol.max() < 65536) else np.int32
-    codes = np.empty((n_cols, n), dtype=dtype)
+    codes = np.empty((n_cols, data.n), dtype=dtype)
     for j in range(d):
         for lv in range(heights[j] + 1):
             c = cstart[j] + lv
             codes[c] = per_col[c][0][cols[j]]
     return LatticeSpace(n, names, data.dn, trees, heights, codes, cstart, mcol, coff, cnode, cncp,
-                        ncp_mean, node_lo, node_hi, auto)
+                        ncp_mean, node_lo, node_hi, auto, data.counts)
