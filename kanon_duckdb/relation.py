@@ -39,11 +39,13 @@ NOT_VISIBLE = ("TEMP tables, DataFrames/Arrow objects registered on the connecti
 class Source:
     """A readable relation: ``name`` as the user gave it, ``sql`` to put after FROM,
     ``columns`` [(name, DuckDB type string)] in the relation's order, ``kind``
-    ('table', 'view', 'file' or 'function')."""
+    ('table', 'view', 'file' or 'function'), ``parts`` (database, schema, name) of a catalog
+    table or view (None for a file or a function)."""
     name: str
     sql: str
     columns: list
     kind: str
+    parts: tuple | None = None
 
 
 def resolve_source(con, name, allow_temp: bool = False) -> Source:
@@ -51,12 +53,12 @@ def resolve_source(con, name, allow_temp: bool = False) -> Source:
     if not isinstance(name, str) or not name.strip():
         raise UnknownObjectError(f"the relation to anonymize must be a non-empty name, got {name!r}")
     try:
-        _parts, quoted = resolve_table(con, name, include_views=True, allow_temp=allow_temp)
+        parts, quoted = resolve_table(con, name, include_views=True, allow_temp=allow_temp)
         kind = "table"
     except UnknownObjectError as exc:
         if "ambiguous" in str(exc) or "is a TEMP table" in str(exc):
             raise
-        quoted, kind = _file_or_reader(name), None
+        quoted, kind, parts = _file_or_reader(name), None, None
         if quoted is None:
             raise UnknownObjectError(
                 f"table '{name}' does not exist as a table, view or file k_anonymize can see. "
@@ -70,7 +72,8 @@ def resolve_source(con, name, allow_temp: bool = False) -> Source:
                 f"'{name}' is not a table or view, and DuckDB cannot read it as a file: "
                 f"{str(exc).splitlines()[0]}. {NOT_VISIBLE}.") from None
         raise
-    return Source(name, quoted, columns, kind or ("function" if quoted[0] != "'" else "file"))
+    return Source(name, quoted, columns, kind or ("function" if quoted[0] != "'" else "file"),
+                  parts)
 
 
 def _file_or_reader(name: str) -> str | None:

@@ -6,6 +6,8 @@
 -- label). rel_error = |A - a| / |A| (Kara & Eyupoglu 2023, cof-mondrian-outliers.txt eq. 8);
 -- 0 when A = a = 0, NULL when only A = 0 or a group is missing on one side.
 --
+-- raw_tbl, anon_tbl and workload_tbl are any relation k_anonymize reads: a table or view, a file
+-- path or glob, a read_* call as a string (kanon_duckdb/relation.py).
 -- The Python UDFs called here (__kanon_query_error_sql, __kanon_query_workload,
 -- __kanon_workload_errors, __kanon_rewrite) are registered by udfs/query_error.py; they read table
 -- metadata through a cursor, so TEMP tables and uncommitted changes are not visible to them.

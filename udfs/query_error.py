@@ -13,8 +13,10 @@ SQL surface (macros in ``sql/query_error.sql``):
 
 DuckDB 2.0 has no Python table functions: ``query_error`` calls a deterministic scalar UDF with
 constant arguments, which DuckDB folds at bind time, and runs the SQL it returns through
-``query(...)``; the workload macros unnest the STRUCT lists their UDFs return. The UDFs read
-tables through ``con.cursor()`` (TEMP tables and uncommitted changes are not visible).
+``query(...)``; the workload macros unnest the STRUCT lists their UDFs return. Every table
+argument is any relation ``k_anonymize`` reads (``relation.resolve_source``: tables, views, file
+paths and globs, reader calls). The UDFs read through ``con.cursor()`` (TEMP tables and
+uncommitted changes are not visible).
 """
 from __future__ import annotations
 

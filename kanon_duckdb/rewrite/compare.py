@@ -55,10 +55,10 @@ def _label(tree: exp.Select):
     return out, key_names, measure_names
 
 
-def _with_table(tree: exp.Select, parts: tuple) -> exp.Select:
+def _with_table(tree: exp.Select, rel) -> exp.Select:
     def swap(node):
         if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier):
-            return table_node(parts, node.args.get("alias"))
+            return table_node(rel, node.args.get("alias"))
         return node
     return tree.transform(swap, copy=True)
 

@@ -14,19 +14,21 @@ a database:
   tree ``taxonomy.store.resolve_tree_attr`` picks for the raw table, else the anonymized one), or
   the implicit flat tree ``value -> '*'`` over the raw table's distinct values.
 
+The anonymized and raw relations are anything ``k_anonymize`` reads (``relation.resolve_source``:
+a table or view, a file path or glob, a file reader call), held as ``relation.Source``.
 Metadata is read through ``con.cursor()``; from inside a UDF that cursor cannot see the caller's
 TEMP tables or uncommitted changes.
 """
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from functools import cached_property
 
 from ..errors import DataError, UnknownObjectError, UnsupportedQueryError
 from ..published import ADDED_COLUMNS, recorded_layout
-from ..sqlutil import resolve_table, table_columns
+from ..relation import Source, resolve_source
 from ..taxonomy import TaxonomyIndex, build_index, flat_index, read_edges
 from ..taxonomy.builders import ROOT as FLAT_ROOT
 from ..taxonomy.store import resolve_tree_attr, taxonomy_attrs
@@ -118,8 +120,8 @@ class RewriteContext:
     recognised); ``numeric``/``categorical`` hold the details of those the query uses.
     """
 
-    anon_table: tuple  # (table,) or (db, schema, table): parts of the name, unquoted
-    raw_table: tuple | None = None
+    anon_table: Source  # the anonymized relation (find_relation)
+    raw_table: Source | None = None
     numeric_qi: frozenset = frozenset()
     categorical_qi: frozenset = frozenset()
     numeric: dict = field(default_factory=dict)
@@ -148,27 +150,33 @@ class RewriteContext:
         nums = {k.lower(): NumericQI(k, f"{k}_min", f"{k}_max", Fraction(lo), Fraction(hi), bool(i))
                 for k, (lo, hi, i) in (numeric or {}).items()}
         cats = {k.lower(): CategoricalQI(k, k, t) for k, t in (categorical or {}).items()}
-        raw = (raw_table,) if isinstance(raw_table, str) else raw_table
-        return cls((anon_table,), raw, frozenset(nums), frozenset(cats), nums, cats)
+        def named(t):
+            return None if t is None else Source(t, quote(t), [], "table")
+        return cls(named(anon_table), named(raw_table), frozenset(nums), frozenset(cats), nums, cats)
 
 
 # ----------------------------------------------------------------------------- resolver
-def table_sql(parts) -> str:
-    """Quoted SQL reference of a table given as name parts."""
-    return ".".join(quote(p) for p in parts)
+def table_sql(rel: Source) -> str:
+    """SQL to put after FROM for a relation (a quoted name, a file path, a reader call)."""
+    return rel.sql
 
 
-def find_table(cur, name: str) -> tuple:
-    """Name parts of an existing (non-TEMP) table or view: ``(table,)`` when it lives in the
-    current schema, else ``(db, schema, table)``. UnknownObjectError otherwise."""
-    (db, schema, table), _ = resolve_table(cur, name, include_views=True)
-    here = cur.execute("SELECT current_database(), current_schema()").fetchall()[0]
-    return (table,) if (db, schema) == tuple(here) else (db, schema, table)
+def find_relation(cur, name: str) -> Source:
+    """The relation ``name`` as ``k_anonymize`` reads it (``relation.resolve_source``: a
+    non-TEMP table or view, a file path or glob, a file reader call); a table or view of the
+    current schema is referred to by its bare quoted name (readable rewritten SQL).
+    UnknownObjectError otherwise."""
+    src = resolve_source(cur, name)
+    if src.parts is not None:
+        here = cur.execute("SELECT current_database(), current_schema()").fetchall()[0]
+        if tuple(src.parts[:2]) == tuple(here):
+            src = replace(src, sql=quote(src.parts[2]))
+    return src
 
 
-def describe(cur, parts) -> dict:
-    """``{lower name: (name, type)}`` of a table given as name parts."""
-    return {c.lower(): (c, t) for c, t in table_columns(cur, table_sql(parts))}
+def describe(cur, rel: Source) -> dict:
+    """``{lower name: (name, type)}`` of a relation's columns."""
+    return {c.lower(): (c, t) for c, t in rel.columns}
 
 
 def table_exists(cur, name: str) -> bool:
@@ -214,12 +222,12 @@ def resolve_context(con, anon_table: str, raw_table: str | None = None, columns=
     """
     cur = con.cursor()
     try:
-        anon = find_table(cur, anon_table)
+        anon = find_relation(cur, anon_table)
         anon_cols = describe(cur, anon)
         raw = raw_cols = None
         if raw_table is not None:
             try:
-                raw = find_table(cur, raw_table)
+                raw = find_relation(cur, raw_table)
                 raw_cols = describe(cur, raw)
             except UnknownObjectError:
                 if raw_required:
@@ -260,7 +268,7 @@ def _load_numeric(cur, anon, anon_cols, raw, raw_cols, names) -> dict:
             gmin, gmax = cur.execute(
                 f"SELECT min({quote(name)}), max({quote(name)}) FROM {table_sql(raw)}").fetchall()[0]
         if gmin is None or gmax is None:
-            raise DataError(f"numeric QI '{q}': every range in '{anon[-1]}' is NULL and no raw "
+            raise DataError(f"numeric QI '{q}': every range in '{anon.name}' is NULL and no raw "
                             f"table gives its global range")
         try:
             gmin, gmax = Fraction(gmin), Fraction(gmax)
@@ -277,7 +285,7 @@ def _resolved_tree_attrs(cur, anon, anon_cols, raw, names) -> dict:
     if not names:
         return {}
     attrs = taxonomy_attrs(cur)
-    table = (raw or anon)[-1]
+    table = (raw or anon).name  # per-table trees: resolve_tree_attr takes its relation_name
     return {q: a for q in names
             if (a := resolve_tree_attr(cur, anon_cols[q][0], table, None, attrs)) is not None}
 

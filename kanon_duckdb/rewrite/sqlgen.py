@@ -17,11 +17,10 @@ def ident(name: str) -> exp.Identifier:
     return exp.Identifier(this=str(name), quoted=True)
 
 
-def table_node(parts, alias=None) -> exp.Table:
-    """A table reference from name parts ``(table,)`` / ``(db, schema, table)``, all quoted."""
-    parts = (parts,) if isinstance(parts, str) else tuple(parts)
-    keys = ("this", "db", "catalog")
-    out = exp.Table(**{k: ident(p) for k, p in zip(keys, reversed(parts))})
+def table_node(rel, alias=None) -> exp.Table:
+    """The FROM item of a ``relation.Source`` (its SQL: a quoted name, a file path, a reader
+    call), with ``alias`` when given."""
+    out = sqlglot.parse_one(f"SELECT * FROM {rel.sql}", read=DIALECT).args["from_"].this
     if alias is not None:
         out.set("alias", alias.copy())
     return out

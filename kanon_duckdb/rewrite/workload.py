@@ -19,7 +19,8 @@ from sqlglot import exp
 
 from ..errors import InvalidParameterError, UnknownObjectError, UnsupportedQueryError
 from ..published import latest_run_on
-from .context import describe, find_table, is_numeric_type, resolve_context, table_sql
+from ..taxonomy.store import relation_name
+from .context import describe, find_relation, is_numeric_type, resolve_context, table_sql
 from .evaluate import aggregate, evaluate, exact_key, exact_parts, load_summary
 from .sqlgen import number, parse_select, quote, string, to_sql
 from .unqualify_columns import unqualify_columns
@@ -71,7 +72,7 @@ def generate_workload(con, raw_table: str, n: int = 1000, seed: int = 0, dims: i
         raise InvalidParameterError(f"n={n} queries: n must be >= 1")
     cur = con.cursor()
     try:
-        raw = find_table(cur, raw_table)
+        raw = find_relation(cur, raw_table)
         raw_cols = describe(cur, raw)
         qis = _workload_qis(cur, raw_table, raw_cols, qi)
         if not 1 <= dims <= len(qis):
@@ -87,7 +88,9 @@ def generate_workload(con, raw_table: str, n: int = 1000, seed: int = 0, dims: i
     finally:
         cur.close()
     rng = np.random.default_rng(seed)
-    head = f"SELECT COUNT(*) FROM {table_sql(raw)} WHERE "
+    # a reader call is named by its file (the FROM of a workload query stands for raw_tbl)
+    head = (f"SELECT COUNT(*) FROM {quote(relation_name(raw.name) or 'raw')} WHERE "
+            if raw.kind == "function" else f"SELECT COUNT(*) FROM {table_sql(raw)} WHERE ")
     out = []
     for qid in range(1, n + 1):
         preds = []
@@ -114,7 +117,7 @@ _KINDS = {exp.Sum: "sum", exp.Avg: "avg"}
 def _read_workload(con, workload_table: str):
     cur = con.cursor()
     try:
-        wl = find_table(cur, workload_table)
+        wl = find_relation(cur, workload_table)
         cols = describe(cur, wl)
         if "qid" not in cols or "sql" not in cols:
             raise UnknownObjectError(f"workload table '{workload_table}' needs columns qid and sql "
