@@ -171,7 +171,10 @@ ALGORITHM_PARAMS: dict[str, tuple] = {
               doc="information loss: ncp, or height (Wang, Liu, Gao Table III)"), *_BLOCKS),
     "oka": _BLOCKS,
     "ika": _BLOCKS,
-    "kab": _BLACK_HOLE + _BLOCKS,
+    "kab": (*_BLACK_HOLE,
+            Param("init", "str", "kmember", choices=("kmember", "algorithm1"),
+                  doc="initial stars: k-member in Mondrian blocks (default), or the paper's "
+                      "Algorithm 1 (NCP clustering of the whole table)"), *_BLOCKS),
     "bha": _BLACK_HOLE + _BLOCKS,
     "info2means": (Param("sensitive", "column", "income",
                          doc="sensitive attribute whose logistic regression weighs the QIs"),

@@ -1,13 +1,15 @@
 """kab / bha (black-hole search): properties on random data, Algorithm 1 against a naive reference,
-the discrete move, "never worse than the best initial star", and the SQL entry point."""
+the record-exchange move (exact incremental costs, hand-computed cases), "never worse than the best
+initial star", the search's trace, and the SQL entry point."""
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import naive
 from kanon_duckdb.algorithms.clustering import bha, kab
-from kanon_duckdb.algorithms.clustering._blackhole import (dense_labels, fitness, match_clusters,
-                                                           move_toward)
+from kanon_duckdb.algorithms.clustering._blackhole import dense_labels, fitness, match_clusters
+from kanon_duckdb.algorithms.clustering._exchange import (_fill_top2, _lists, _ncp_exchanged,
+                                                          exchange_toward)
 from kanon_duckdb.algorithms.clustering._ncp import build_ncp_data, pair_dist
 from kanon_duckdb.generalize import generalize
 
@@ -124,72 +126,97 @@ def test_match_clusters_greedy_by_overlap_and_fresh_ids():
     assert overlap == 3
 
 
-def _two_stars(seed=3, n=80, k=4):
-    data = naive.random_qidata(np.random.default_rng(seed), n, 2, 2, max_leaves=6, max_value=50)
+def _exchange(ds, lab, C, guide, k, max_size, tried=None):
+    lab = np.asarray(lab, np.int64).copy()
+    guide = np.asarray(guide, np.int64)
+    tried = np.arange(C, dtype=np.int64) if tried is None else np.asarray(tried, np.int64)
+    rel, sw = exchange_toward(ds, lab, C, guide, int(guide.max()) + 1, tried, k, max_size, 8)
+    return lab, rel, sw
+
+
+def _five_points():
+    """x = 0, 1, 2, 10, 11 (range 11). Star: A = {x0, x1, x3} (NCP 10/11), B = {x2, x4} (9/11):
+    IL = 48/11. Black hole: {x0, x1, x2}, {x3, x4}: IL = 8/11."""
+    data = naive.numeric_qidata([[0.0], [1.0], [2.0], [10.0], [11.0]])
+    return data, build_ncp_data(data), np.array([0, 0, 1, 0, 1]), np.array([0, 0, 0, 1, 1])
+
+
+def test_exchange_hand_computed():
+    """k = 2, classes up to 3. A is tried first (worst). x0's BH-mate x2 is in B: the best try is
+    the swap x0 <-> x4 (A = {x1, x3, x4}: 30/11, B = {x0, x2}: 4/11; 34/11 < 48/11). x1's
+    BH-mates are now in B: moving x1 there (A = {x3, x4}: 2/11, B = {x0, x1, x2}: 6/11) beats
+    every swap. The star is then the black hole (IL 8/11): one relocation, one swap."""
+    data, ds, star, bh = _five_points()
+    lab, rel, sw = _exchange(ds, star, 2, bh, 2, 3)
+    assert (rel, sw) == (1, 1) and naive.same_partition(lab, bh)
+    assert naive.naive_partition_il(data, lab) == pytest.approx(8 / 11)
+
+
+def test_exchange_respects_max_size_and_keeps_only_improvements():
+    """Classes capped at 2: no relocation into B. After the swap x0 <-> x4, swapping x1 <-> x2
+    gives A = {x2, x3, x4} (27/11), B = {x0, x1} (2/11): 29/11; nothing else improves."""
+    data, ds, star, bh = _five_points()
+    lab, rel, sw = _exchange(ds, star, 2, bh, 2, 2)
+    assert (rel, sw) == (0, 2)
+    assert naive.same_partition(lab, [1, 1, 0, 0, 0])
+    assert naive.naive_partition_il(data, lab) == pytest.approx(29 / 11)
+    # a guide equal to the star suggests nothing; no tried cluster moves nothing
+    assert _exchange(ds, star, 2, star, 2, 3)[1:] == (0, 0)
+    assert _exchange(ds, star, 2, bh, 2, 3, tried=[])[1:] == (0, 0)
+    # the black hole moved toward a worse star stays as it is
+    lab, rel, sw = _exchange(ds, bh, 2, star, 2, 3)
+    assert (rel, sw) == (0, 0) and naive.same_partition(lab, bh)
+
+
+@SETTINGS
+@given(st.data())
+def test_ncp_exchanged_matches_brute_force(draw):
+    """The O(d) cost of cluster - {x} + {r} from the top-2 statistics equals NCP computed from
+    scratch, with NULLs, ties and categorical trees."""
+    seed = draw.draw(st.integers(0, 10_000))
+    rng = np.random.default_rng(seed)
+    n = draw.draw(st.integers(2, 12))
+    dn = draw.draw(st.integers(0, 2))
+    data = naive.random_qidata(rng, n, dn, draw.draw(st.integers(0 if dn else 1, 2)), max_leaves=5, null_frac=draw.draw(st.sampled_from([0.0, 0.3])),
+                               max_value=4)
     ds = build_ncp_data(data)
-    a, ca = dense_labels(kab.ncp_clustering(ds, n, k, np.random.default_rng(1)))
-    b, cb = dense_labels(kab.ncp_clustering(ds, n, k, np.random.default_rng(2)))
-    return data, ds, a, ca, b, cb, k
+    lab = (rng.random(n) < 0.5).astype(np.int64)
+    lab[0], lab[1] = 0, 1
+    head, nxt, _prv, _size = _lists(lab, 2)
+    dn, dc = data.dn, data.dc
+    nlo, nhi = np.empty((1, 2, dn)), np.empty((1, 2, dn))
+    nnn = np.empty((1, dn), np.int64)
+    clo, chi = np.empty((1, 2, dc), np.int32), np.empty((1, 2, dc), np.int32)
+    _fill_top2(ds, head, nxt, 0, 0, nlo, nhi, nnn, clo, chi)
+    members = list(np.flatnonzero(lab == 0))
+    for x in [-1] + members:
+        for r in [-1] + list(np.flatnonzero(lab == 1)):
+            rows = [m for m in members if m != x] + ([r] if r >= 0 else [])
+            if not rows:
+                continue
+            got = _ncp_exchanged(ds, 0, x, r, nlo, nhi, nnn, clo, chi)
+            assert got == pytest.approx(naive.naive_ncp(data, rows), abs=1e-12)
 
 
-def _six_points():
-    """x = 0, 1, 2, 9, 10, 11 (range 11). Star: {x0, x5} (NCP 1), {x1, x2}, {x3, x4} (NCP 1/11
-    each): IL = 2 + 2/11 + 2/11 = 26/11. Black hole: {x0, x1, x2}, {x3, x4, x5}: IL = 12/11.
-    Matching: (bh0, {x1, x2}) and (bh1, {x3, x4}) overlap 2 each."""
-    data = naive.numeric_qidata([[0.0], [1.0], [2.0], [9.0], [10.0], [11.0]])
-    star = np.array([0, 1, 1, 2, 2, 0])
-    bh = np.array([0, 0, 0, 1, 1, 1])
-    return data, build_ncp_data(data), star, bh
-
-
-def test_move_hand_computed():
-    """rand = 1 tries every cluster, worst first: {x0, x5} sends x0 to {x1, x2} (bh0's match)
-    and x5 to {x3, x4} (bh1's match); IL 26/11 -> 12/11 < 26/11, so the move is kept."""
-    data, ds, star, bh = _six_points()
-    lab, C, accepted = move_toward(ds, star, 3, bh, 2, 1.0, 2, 3)
-    assert naive.same_partition(lab, bh) and C == 2 and accepted == 1
-    assert fitness(ds, lab, C, 2, 1) == pytest.approx(0.5 * (12 / 11) / 6)
-    assert fitness(ds, lab, C, 2, 1) < fitness(ds, star, 3, 2, 1)
-
-
-def test_move_step_length_and_size_cap():
-    data, ds, star, bh = _six_points()
-    lab, _, accepted = move_toward(ds, star, 3, bh, 2, 0.0, 2, 3)  # rand = 0: no cluster tries
-    assert naive.same_partition(lab, star) and accepted == 0
-    lab, _, accepted = move_toward(ds, star, 3, bh, 2, 1.0, 2, 2)  # classes of 3 > max_size
-    assert naive.same_partition(lab, star) and accepted == 0
-
-
-def test_move_keeps_only_improvements():
-    """A black hole worse than the star: nothing it suggests lowers the IL, so nothing moves."""
-    data, ds, star, bh = _six_points()
-    worse = np.array([0, 1, 0, 1, 0, 1])
-    lab, _, accepted = move_toward(ds, bh, 2, worse, 2, 1.0, 2, 3)
-    assert naive.same_partition(lab, bh) and accepted == 0
-
-
-def _two_stars(seed=2, n=300, k=5):
-    data = naive.random_qidata(np.random.default_rng(seed), n, 2, 2, max_leaves=6, max_value=50)
+@pytest.mark.parametrize("k,max_size", [(2, 3), (3, 5), (3, 300)])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_exchange_improves_and_keeps_classes_in_bounds(k, max_size, seed):
+    """Two stars of Algorithm 1 (fixed seeds), the worse moved toward the better: the IL (from
+    scratch) drops, every class keeps between k and max_size rows, labels stay 0..C-1."""
+    n = 200
+    data = naive.random_qidata(np.random.default_rng(seed), n, 2, 2, max_leaves=6, max_value=50,
+                               null_frac=0.05)
     ds = build_ncp_data(data)
-    a, ca = dense_labels(kab.ncp_clustering(ds, n, k, np.random.default_rng(1)))
-    b, cb = dense_labels(kab.ncp_clustering(ds, n, k, np.random.default_rng(2)))
-    if fitness(ds, a, ca, k, 4) < fitness(ds, b, cb, k, 4):  # b is the black hole
+    a, ca = dense_labels(kab.ncp_clustering(ds, n, k, np.random.default_rng(10 + seed)))
+    b, cb = dense_labels(kab.ncp_clustering(ds, n, k, np.random.default_rng(20 + seed)))
+    if naive.naive_partition_il(data, a) < naive.naive_partition_il(data, b):
         a, ca, b, cb = b, cb, a, ca
-    return data, ds, a, ca, b, cb, k
-
-
-@pytest.mark.parametrize("max_size", [9, 300])
-def test_move_improves_and_keeps_k_anonymity(max_size):
-    """Two Algorithm-1 stars (fixed seeds): the worse one moved toward the better one gets a
-    strictly lower fitness, every class keeps >= k rows (and <= max_size)."""
-    data, ds, a, ca, b, cb, k = _two_stars()
-    before = fitness(ds, a, ca, k, 4)
-    for rand in (0.3, 1.0):
-        lab, C, accepted = move_toward(ds, a, ca, b, cb, rand, k, max_size)
-        sizes = np.bincount(lab, minlength=C)
-        assert sizes.min() >= k and sizes.max() <= max_size and sizes.sum() == data.n
-        assert accepted > 0 and fitness(ds, lab, C, k, 4) < before
-        naive.check_truthful(data, lab, k)
+    before = naive.naive_partition_il(data, a)
+    lab, rel, sw = _exchange(ds, a, ca, b, k, max_size)
+    sizes = np.bincount(lab, minlength=ca)
+    assert rel + sw > 0 and naive.naive_partition_il(data, lab) < before
+    assert sizes.min() >= k and sizes.max() <= max(max_size, np.bincount(a).max())
+    naive.check_truthful(data, lab, k)
 
 
 def test_kab_search_does_work():
@@ -197,9 +224,10 @@ def test_kab_search_does_work():
     fitness below the best initial star."""
     data = naive.random_qidata(np.random.default_rng(11), 300, 2, 2, max_leaves=8, max_value=100)
     info = kab.run(data, 5, 0, {"stars": 3, "iterations": 5}).info
-    assert info["moves_improved"] > 0 and info["cluster_moves_accepted"] > 0
+    moves = [t for t in info["trace"] if "fitness_after" in t]
+    assert info["moves"] == len(moves) and info["moves_improved"] > 0 and info["record_moves"] > 0
+    assert info["record_moves"] == sum(t["relocations"] + t["swaps"] for t in moves)
     assert info["best_fitness"] < info["best_initial_fitness"] == min(info["initial_fitness"])
-    assert info["moves"] == len([t for t in info["trace"] if "fitness_after" in t])
 
 
 @pytest.mark.parametrize("algo", [kab, bha])
@@ -282,7 +310,17 @@ def test_kab_run_record_counts_the_search():
         moves = [t for t in d["trace"] if "fitness_after" in t]
         assert d["moves"] == len(moves) >= 4 * 2
         assert d["moves_improved"] == sum(t["fitness_after"] < t["fitness_before"] for t in moves)
-        assert d["swallowed"] == sum(1 for t in d["trace"] if t.get("swallowed"))
+        assert d["swallowed"] == sum(1 for t in d["trace"] if t.get("swallowed")) \
+            == sum(1 for t in d["trace"] if t.get("replaced"))
+        swallows = [t for t in d["trace"] if t.get("swallowed")]
+        assert d["swallows_improving_black_hole"] == sum(
+            t["black_hole_after"] < t["black_hole_before"] for t in swallows)
+        assert all(t["black_hole_after"] <= t["black_hole_before"] for t in swallows)
+        assert d["record_moves"] == sum(t["relocations"] + t["swaps"] for t in moves)
+        # every star but the black hole gets a distance per iteration; swallowed = inside R
+        dists = [t for t in d["trace"] if "distance" in t]
+        assert len(dists) == 4 * 2
+        assert sum(t["distance"] < t["radius"] for t in dists) == d["swallowed"]
         assert d["best_initial_fitness"] == min(d["initial_fitness"])
         assert d["best_fitness"] <= d["best_initial_fitness"]
         gcp = con.sql("SELECT gcp('o')").fetchall()[0][0]

@@ -9,34 +9,36 @@ the order of stars is unchanged, and the privacy term keeps a meaning (a non-k-a
 never beat a k-anonymous one). Every star is repaired to k-anonymity, so privacy is 0 in practice.
 
 The black hole (BH) is the best star. Eq. 10, ``X_i(t+1) = X_i(t) + rand·(X_BH - X_i(t))``, is not
-arithmetic that means anything on cluster ids, so a star moves by this discrete analogue
-(``move_toward``), a local search step guided by the BH:
+arithmetic that means anything on cluster ids, so a star moves by this discrete analogue, a local
+search step guided by the BH (``_exchange.exchange_toward``):
 
-1. match the clusters of the BH to the star's clusters: candidate pairs (BH cluster b, star
-   cluster s) weighted by their overlap (records in both), taken greedily by decreasing overlap,
-   one-to-one (``match_clusters``);
-2. draw ``rand`` ~ U[0, 1] once per star and iteration (the scalar of eq. 10, the step length):
+1. draw ``rand`` ~ U[0, 1] once per star and iteration (the scalar of eq. 10, the step length):
    the star's ceil(rand·C) worst clusters (highest NCP) try to move toward the BH, worst first;
-3. a cluster s tries to send each of its records to the star cluster matched to the record's BH
-   cluster (records whose BH cluster maps to s or to no live star cluster stay); if fewer than k
-   would stay, they follow the others to the cheapest of those destinations (least IL increase).
-   This local repair keeps every class >= k rows. The try is kept only when the summed IL of s
-   and its destinations drops (the exact change of the star's fitness) and no class grows above
-   ``max_size`` (kab: 2k-1, the paper's C_avg ≈ 1; bha: no limit). rand = 0 leaves the star as it
-   was; a star already better than the BH on every cluster does not move. O(n d) per move.
+2. each record r of a tried cluster A looks at the star clusters holding r's BH-mates (the other
+   records of r's BH cluster; up to MAX_CANDIDATES clusters, most mates first) and tries moving
+   there: alone (relocation) or in exchange for one of their records (swap);
+3. the best try is kept when it lowers the star's total IL, i.e. its fitness (exact incremental
+   cost, O(d) per try); classes stay in [k, max_size] (kab: 2k-1, the paper's C_avg ≈ 1; bha: no
+   limit). rand = 0 leaves the star as it was. The stars' moves of one iteration are independent
+   (all toward the same BH) and run concurrently.
 
-Event horizon (eq. 11): R = fitness(BH) / sum_i fitness(X_i) over all stars (the BH included). The
-distance between a star and the BH is the share of records outside the matched overlap of step 1
-(0 = same clustering, up to renaming; near 1 = unrelated). A star closer than R is swallowed and
-replaced by a new star from the initializer (``kab``: Algorithm 1 from a new random start; ``bha``:
-a new random clustering).
+Event horizon (eq. 11): R = fitness(BH) / sum_i fitness(X_i), the sum over the N stars other than
+the BH (eq. 10 moves i = 1..N, so the BH is not among them). The distance between a star and the BH
+is the share of records outside their matched overlap (``match_clusters``: BH clusters paired
+one-to-one with star clusters by decreasing overlap; 0 = same clustering up to renaming). A star
+closer than R is swallowed: the BH takes it in (the move of step 2-3 with the roles reversed: the
+BH moves toward the star, keeping only what lowers its fitness), and a new star from the
+initializer replaces it (``kab``: a new k-member star; ``bha``: a new random clustering).
 
 A star that reaches a better fitness than the BH becomes the BH (Fig. 3 step 4); the BH is thus the
 best solution ever seen, and the result is never worse than the best initial star.
 
-The run's ``info`` (kanon_runs.details) records the best initial star's fitness, the final one,
-the number of star moves, how many of them improved their star, the cluster moves kept, the
-swallowed stars, and a per-move trace.
+The run's ``info`` (kanon_runs.details) records the initial fitnesses and the best of them, the
+final one, the number of star moves, how many of them improved their star, the record moves
+kept, the swallowed stars and how many of those swallows improved the BH, and a trace: per move
+(rand, clusters tried, relocations, swaps, fitness before and after), per star and iteration its
+distance to the BH and the radius, per swallow the BH's fitness before and after, per
+replacement the new star's fitness.
 
 Randomness comes from one ``numpy.random.Generator`` seeded by the run's seed; kernels receive the
 random draws as arrays, so a seed fixes the result.
@@ -51,10 +53,13 @@ import numpy as np
 
 from ... import interrupt
 from ..._numba_config import njit
-from ..base import Partition
 from ...qidata import QIData
-from ._ncp import (add_record, build_ncp_data, clear_cluster, copy_cluster, cluster_ncp, ncp_with, new_stats,
-                   partition_il, stats_from_labels)
+from ..base import Partition
+from ._exchange import cluster_ncps, exchange_toward
+from ._ncp import build_ncp_data, partition_il
+
+# candidate destination clusters per record in a move (star clusters of its black-hole mates)
+MAX_CANDIDATES = 8
 
 
 @njit
@@ -122,123 +127,6 @@ def match_clusters(bh, n_bh, star, n_star):
     return mapping, overlap
 
 
-@njit
-def move_toward(ds, star, n_star, bh, n_bh, rand, k, max_size):
-    """One discrete eq.-10 move of ``star`` toward the black hole ``bh``; a local search step.
-
-    star, bh  int64 (n,) IN dense labels (n_star, n_bh clusters), both k-anonymous
-    rand      the scalar of eq. 10 in [0, 1]: the step length, i.e. the share of the star's
-              clusters (worst NCP first) that try to move toward the BH
-    max_size  largest class a move may create (kab: 2k-1, bha: n)
-    Returns (new dense labels, number of clusters, accepted cluster moves).
-
-    Each tried cluster s sends every record whose BH cluster is matched (``match_clusters``) to
-    another live star cluster d into d; records with no such home stay. If fewer than k stay,
-    they join the cheapest of the clusters just used (least IL increase). The move is kept only
-    when the summed IL of s and its destinations drops (the exact change of the star's fitness,
-    since every class stays >= k) and no class exceeds ``max_size``. O(n d) per move.
-    """
-    n = star.shape[0]
-    mapping, _ = match_clusters(bh, n_bh, star, n_star)
-    C = n_star
-    lab = star.copy()
-    st = stats_from_labels(ds, lab, C)
-    ncp = np.empty(C)
-    for c in range(C):
-        ncp[c] = cluster_ncp(ds, st, c)
-    head = np.full(C, -1, dtype=np.int64)
-    nxt = np.full(n, -1, dtype=np.int64)
-    for i in range(n - 1, -1, -1):
-        nxt[i] = head[lab[i]]
-        head[lab[i]] = i
-    order = np.argsort(-ncp, kind="mergesort")
-    n_try = min(C, int(np.ceil(rand * C)))
-    members = np.empty(n, dtype=np.int64)
-    dest = np.empty(n, dtype=np.int64)
-    slot = np.full(C, -1, dtype=np.int64)
-    used = np.empty(C + 1, dtype=np.int64)
-    tmp = new_stats(ds, C + 1)
-    accepted = 0
-    for t in range(n_try):
-        s = order[t]
-        if st.size[s] == 0:
-            continue
-        m = 0
-        r = head[s]
-        while r >= 0:
-            members[m] = r
-            m += 1
-            r = nxt[r]
-        nd = 0
-        moving = 0
-        for i in range(m):
-            r = members[i]
-            d = mapping[bh[r]]
-            if d < C and d != s and st.size[d] > 0:
-                dest[i] = d
-                moving += 1
-                if slot[d] < 0:
-                    slot[d] = nd
-                    used[nd] = d
-                    copy_cluster(st, d, tmp, nd)
-                    nd += 1
-                add_record(ds, tmp, slot[d], r)
-            else:
-                dest[i] = -1
-        if moving > 0:
-            stay = m - moving
-            if stay < k:  # too few stay: they follow the others to the cheapest destination
-                for i in range(m):
-                    if dest[i] < 0:
-                        best = 0
-                        bc = np.inf
-                        for q in range(nd):
-                            cc = (tmp.size[q] + 1) * ncp_with(ds, tmp, q, members[i]) \
-                                - tmp.size[q] * cluster_ncp(ds, tmp, q)
-                            if cc < bc:
-                                bc = cc
-                                best = q
-                        add_record(ds, tmp, best, members[i])
-                        dest[i] = used[best]
-                stay = 0
-            old = st.size[s] * ncp[s]
-            new = 0.0
-            ok = True
-            for q in range(nd):
-                d = used[q]
-                old += st.size[d] * ncp[d]
-                new += tmp.size[q] * cluster_ncp(ds, tmp, q)
-                if tmp.size[q] > max_size:
-                    ok = False
-            clear_cluster(tmp, nd)
-            if stay > 0:
-                for i in range(m):
-                    if dest[i] < 0:
-                        add_record(ds, tmp, nd, members[i])
-                new += stay * cluster_ncp(ds, tmp, nd)
-            if ok and new < old * (1.0 - 1e-12):
-                accepted += 1
-                for q in range(nd):
-                    d = used[q]
-                    copy_cluster(tmp, q, st, d)
-                    ncp[d] = cluster_ncp(ds, st, d)
-                copy_cluster(tmp, nd, st, s)
-                ncp[s] = cluster_ncp(ds, st, s)
-                head[s] = -1
-                for i in range(m):
-                    r = members[i]
-                    c = dest[i] if dest[i] >= 0 else s
-                    lab[r] = c
-                    nxt[r] = head[c]
-                    head[c] = r
-        for q in range(nd + 1):
-            clear_cluster(tmp, q)
-            if q < nd:
-                slot[used[q]] = -1
-    lab, C = dense_labels(lab)
-    return lab, C, accepted
-
-
 def fitness(ds, lab: np.ndarray, C: int, k: int, n_qi: int) -> float:
     """Eq. 4: (privacy + utility) / 2, utility = total IL / (n·d) (the clustering's GCP)."""
     sizes = np.bincount(lab, minlength=C)
@@ -251,34 +139,36 @@ class Stopped(Exception):
     """Raised inside a worker thread when the run was interrupted."""
 
 
-def _make_stars(init_star, seeds, progress_each, progress=None):
-    """Build one star per seed, concurrently (the kernels release the GIL; one star per core).
+def _in_parallel(jobs, progress_each, progress):
+    """Run ``jobs`` (callables ``job(should_stop)``) on up to numba.get_num_threads() threads (the
+    kernels release the GIL; each worker runs numba on one thread); results in job order.
 
-    init_star(rng, should_stop) -> labels. Ctrl-C, or an interruption of the run of ``progress``
-    (``kanon_duckdb.interrupt``), stops the workers at their next chunk boundary.
+    Ctrl-C, or an interruption of the run of ``progress`` (``kanon_duckdb.interrupt``), stops the
+    workers at their next chunk boundary (jobs poll ``should_stop()`` and raise Stopped).
     """
     stop = threading.Event()
 
     def should_stop():
         return stop.is_set() or interrupt.requested(progress)
 
-    def work(sd):
+    workers = max(1, min(len(jobs), numba.get_num_threads()))
+
+    def work(job):
         if stop.is_set():
             raise Stopped()
-        return dense_labels(init_star(np.random.default_rng(sd), should_stop))
+        if workers > 1:
+            numba.set_num_threads(1)  # the jobs are the parallelism (thread-local setting)
+        return job(should_stop)
 
-    workers = max(1, min(len(seeds), numba.get_num_threads()))
     pool = ThreadPoolExecutor(max_workers=workers) if workers > 1 else None
     try:
+        out = []
         if pool is None:
-            out = []
-            for sd in seeds:
-                out.append(work(sd))
+            for job in jobs:
+                out.append(work(job))
                 progress_each()
             return out
-        futs = [pool.submit(work, sd) for sd in seeds]
-        out = []
-        for f in futs:
+        for f in [pool.submit(work, job) for job in jobs]:
             out.append(f.result())
             progress_each()
         return out
@@ -291,12 +181,26 @@ def _make_stars(init_star, seeds, progress_each, progress=None):
             pool.shutdown(wait=True, cancel_futures=True)
 
 
+def _worst_first(ds, lab, C, share):
+    """The ceil(share·C) clusters of ``lab`` with the highest NCP, worst first (int64)."""
+    ncp = cluster_ncps(ds, lab, C)
+    order = np.argsort(-ncp, kind="mergesort").astype(np.int64)
+    return order[:min(C, int(np.ceil(share * C)))]
+
+
+def distance(a, ca, b, cb) -> float:
+    """Share of records outside the matched overlap of two clusterings (0 = same up to renaming)."""
+    _, overlap = match_clusters(a, ca, b, cb)
+    return 1.0 - overlap / a.shape[0]
+
+
 def black_hole_search(ds, n, d, k, rng, init_star, n_stars, iterations, max_size, progress):
     """Run the black-hole search; returns (best labels, info dict).
 
-    init_star(rng, should_stop) -> int64 labels of a new k-anonymous star; it should poll
-    ``should_stop()`` between chunks of work and raise :class:`Stopped` when it returns True.
-    max_size: the largest class a move may create (kab 2k-1, bha n).
+    init_star(rng, should_stop) -> int64 labels of a new k-anonymous star (initial stars and
+    the replacements of swallowed ones); it should poll ``should_stop()`` between chunks of work
+    and raise :class:`Stopped` when it returns True. max_size: the largest class a move may
+    create (kab 2k-1, bha n).
     """
     n_stars = max(int(n_stars), 1)
     iterations = max(int(iterations), 0)
@@ -310,54 +214,75 @@ def black_hole_search(ds, n, d, k, rng, init_star, n_stars, iterations, max_size
     def seeds(m):
         return [int(x) for x in rng.integers(0, 2**63 - 1, size=m)]
 
-    made = _make_stars(init_star, seeds(n_stars), tick, progress)
+    def fit(s):
+        return fitness(ds, stars[s], counts[s], k, d)
+
+    def new_star(sd):
+        return lambda ss: dense_labels(init_star(np.random.default_rng(sd), ss))
+
+    def move(s, guide, tried):
+        return lambda _ss: exchange_toward(ds, stars[s], counts[s], stars[guide], counts[guide],
+                                           tried, int(k), int(max_size), MAX_CANDIDATES)
+
+    made = _in_parallel([new_star(sd) for sd in seeds(n_stars)], tick, progress)
     stars = [lab for lab, _ in made]
     counts = [C for _, C in made]
-    fits = [fitness(ds, lab, C, k, d) for lab, C in made]
+    fits = [fit(s) for s in range(n_stars)]
     initial_fits = list(fits)
     bh = int(np.argmin(fits))
-    n_swallowed = n_bh_changes = n_moves = n_improved = n_cluster_moves = 0
+    n_swallowed = n_bh_changes = n_moves = n_improved = n_record_moves = n_absorbed = 0
     history = [float(fits[bh])]
     trace = []
     for it in range(iterations):
-        for s in range(n_stars):
-            if s == bh:
-                continue
-            rand = float(rng.random())
-            before = fits[s]
-            lab, C, acc = move_toward(ds, stars[s], counts[s], stars[bh], counts[bh], rand,
-                                      int(k), int(max_size))
-            stars[s], counts[s] = lab, C
-            fits[s] = fitness(ds, lab, C, k, d)
+        # eq. 10: every star moves toward the black hole (independent moves, run concurrently)
+        movers = [s for s in range(n_stars) if s != bh]
+        rands = [float(rng.random()) for _ in movers]
+        tried = [_worst_first(ds, stars[s], counts[s], r) for s, r in zip(movers, rands)]
+        before = [fits[s] for s in movers]
+        moved = _in_parallel([move(s, bh, t) for s, t in zip(movers, tried)], tick, progress)
+        for s, rand, t, b, (rel, sw) in zip(movers, rands, tried, before, moved):
+            fits[s] = fit(s)
             n_moves += 1
-            n_cluster_moves += int(acc)
-            n_improved += int(fits[s] < before)
+            n_record_moves += int(rel + sw)
+            n_improved += int(fits[s] < b)
             trace.append({"iteration": it, "star": s, "rand": round(rand, 4),
-                          "fitness_before": float(before), "fitness_after": float(fits[s]),
-                          "cluster_moves": int(acc)})
-            if fits[s] < fits[bh]:
+                          "clusters_tried": int(t.size), "relocations": int(rel),
+                          "swaps": int(sw), "fitness_before": float(b),
+                          "fitness_after": float(fits[s])})
+            if fits[s] < fits[bh]:  # the star becomes the black hole (and vice versa)
                 bh = s
                 n_bh_changes += 1
-            tick()
-        # event horizon (eq. 11)
-        total = float(sum(fits))
-        radius = fits[bh] / total if total > 0 else 0.0
+        # event horizon, eq. 11: R = fitness(BH) / sum of the other stars' fitness
+        others = [fits[s] for s in range(n_stars) if s != bh]
+        radius = fits[bh] / float(sum(others)) if others and sum(others) > 0 else 0.0
         swallowed = []
         for s in range(n_stars):
             if s == bh:
                 continue
-            _, overlap = match_clusters(stars[bh], counts[bh], stars[s], counts[s])
-            if 1.0 - overlap / n < radius:
-                swallowed.append(s)
+            dist = distance(stars[bh], counts[bh], stars[s], counts[s])
+            trace.append({"iteration": it, "star": s, "distance": round(dist, 4),
+                          "radius": round(radius, 4)})
+            if dist < radius:
+                swallowed.append((s, dist))
+        for s, dist in swallowed:
+            # the black hole swallows the star: it takes in what of the star lowers its fitness
+            bh_before = fits[bh]
+            rel, sw = move(bh, s, _worst_first(ds, stars[bh], counts[bh], 1.0))(None)
+            fits[bh] = fit(bh)
+            n_absorbed += int(fits[bh] < bh_before)
+            trace.append({"iteration": it, "star": s, "swallowed": True,
+                          "black_hole_before": float(bh_before),
+                          "black_hole_after": float(fits[bh]), "absorbed_moves": int(rel + sw)})
         if swallowed:
-            for s, (lab, C) in zip(swallowed, _make_stars(init_star, seeds(len(swallowed)),
-                                                          lambda: None, progress)):
+            fresh = _in_parallel([new_star(sd) for sd in seeds(len(swallowed))],
+                                 lambda: None, progress)
+            for (s, _), (lab, C) in zip(swallowed, fresh):
                 stars[s], counts[s] = lab, C
-                fits[s] = fitness(ds, lab, C, k, d)
+                fits[s] = fit(s)
                 n_swallowed += 1
-                trace.append({"iteration": it, "star": s, "swallowed": True,
+                trace.append({"iteration": it, "star": s, "replaced": True,
                               "new_fitness": float(fits[s])})
-            for s in swallowed:
+            for s, _ in swallowed:
                 if fits[s] < fits[bh]:
                     bh = s
                     n_bh_changes += 1
@@ -375,9 +300,10 @@ def black_hole_search(ds, n, d, k, rng, init_star, n_stars, iterations, max_size
         "fitness_history": history,
         "moves": n_moves,
         "moves_improved": n_improved,
-        "cluster_moves_accepted": n_cluster_moves,
+        "record_moves": n_record_moves,
         "black_hole_changes": n_bh_changes,
         "swallowed": n_swallowed,
+        "swallows_improving_black_hole": n_absorbed,
         "trace": trace,
     }
     return stars[bh], info
@@ -386,13 +312,13 @@ def black_hole_search(ds, n, d, k, rng, init_star, n_stars, iterations, max_size
 def run_black_hole(data: QIData, k: int, seed: int, params: dict, progress, init_star,
                    max_size: int, initializer: str) -> Partition:
     """The ``run`` of kab and bha: black_hole_search over stars made by
-    ``init_star(ds, n, k, rng, should_stop)``; ``initializer`` is recorded in the info."""
+    ``init_star(data, ds, k, rng, should_stop)``; ``initializer`` is recorded in the info."""
     ds = build_ncp_data(data)
     n, d = data.n, data.dn + data.dc
     rng = np.random.default_rng(seed)
 
     def make_star(r, should_stop):
-        return init_star(ds, n, k, r, should_stop)
+        return init_star(data, ds, k, r, should_stop)
 
     lab, info = black_hole_search(ds, n, d, k, rng, make_star, params["stars"],
                                   params["iterations"], max_size, progress)

@@ -33,8 +33,8 @@ def random_clustering(n: int, k: int, rng: np.random.Generator) -> np.ndarray:
     return lab
 
 
-def _init_star(_ds, n, k, rng, _should_stop):
-    return random_clustering(n, k, rng)
+def _init_star(data, _ds, k, rng, _should_stop):
+    return random_clustering(data.n, k, rng)
 
 
 def run(data: QIData, k: int, seed: int, params: dict, progress=no_progress) -> Partition:
