@@ -17,6 +17,7 @@ from pathlib import Path
 
 import duckdb
 
+from . import registered  # noqa: F401 - records con.register(...) for the SQL macros
 from .help import apply_comments, render_help
 from .interrupt import install_sigint_handler
 from .params import render_sql

@@ -11,10 +11,22 @@
    function, checked with sqlglot to be exactly one such call (nothing else runs).
 
 The SQL layer reads through a cursor of the same database (``__kanon_run`` runs inside the
-caller's query, which cannot use its own connection), so TEMP tables, objects registered on
-the caller's connection and tables created in an uncommitted transaction are not visible there:
-the error says so and names the fix (the Python API ``kanon_duckdb.anonymize`` reads through
-the caller's own connection and takes them all). ``allow_temp=True`` is for that caller side.
+caller's query, which cannot use its own connection). Objects registered on the caller's
+connection (``con.register('name', df)``) are bridged: ``registered.py`` registers the same
+Python object on the cursor. TEMP tables and tables created in a still-open transaction are a
+DuckDB limitation for the SQL macros, each step verified on DuckDB 2.0:
+
+- a Python UDF cannot run anything on the connection executing its query ("Resource In Use:
+  code running inside a query cannot use that query's connection"), so it cannot read them;
+- a cursor is another connection, with its own TEMP catalog and its own transaction;
+- the SQL that ``__kanon_sql`` returns is bound in the caller's connection and could read the
+  rows, but its columns must be known when it is written, at bind time, and nothing can carry
+  a TEMP table's columns there: a table function's arguments cannot contain subqueries
+  ("Table function cannot contain subqueries"), and DuckDB's Python API has no table functions.
+
+The error says so and names the fix: the Python API ``kanon_duckdb.anonymize('name', con=con)``
+reads through the caller's own connection and takes them (``allow_temp=True`` is for that
+caller side), or ``CREATE TABLE ... AS FROM tmp`` (and COMMIT) first.
 """
 from __future__ import annotations
 
@@ -28,11 +40,12 @@ READERS = ("read_parquet", "parquet_scan", "read_csv", "read_csv_auto", "read_js
            "read_json_auto", "read_ndjson", "read_ndjson_auto", "read_json_objects",
            "read_text", "read_blob", "read_xlsx", "delta_scan", "iceberg_scan")
 
-NOT_VISIBLE = ("TEMP tables, DataFrames/Arrow objects registered on the connection and tables "
-               "created in a transaction that is still open are not visible to k_anonymize in SQL "
-               "(it reads through its own cursor). Use the Python API "
-               "kanon_duckdb.anonymize('name', ..., con=con), which reads through your connection, "
-               "or create a regular table and COMMIT it first")
+NOT_VISIBLE = ("TEMP tables and tables created in a transaction that is still open are not "
+               "visible to k_anonymize in SQL (it reads through its own cursor, a separate "
+               "connection; DuckDB lets no code inside a query use the query's own connection), "
+               "nor are objects registered with con.register before kanon_duckdb was imported. "
+               "Use the Python API kanon_duckdb.anonymize('name', ..., con=con), which reads "
+               "through your connection, or create a regular table and COMMIT it first")
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,9 @@
 -- __kanon_sql (udfs/anonymize.py) runs once, at bind time: it validates the arguments and returns
 -- the statement (kanon_duckdb/output_sql.py) that runs the algorithm once and joins each row of
 -- a second read of the relation to its class by (QI values, ordinal), no rowid needed.
+-- A DataFrame/Arrow object registered on the caller's connection (con.register) is read through
+-- the same Python object: current_connection_id() tells the UDFs whose (kanon_duckdb/registered.py).
+-- TEMP tables cannot be read from here (kanon_duckdb/relation.py says why; the Python API can).
 -- taxonomies := {'sex': 'sex_v2'} (MAP or STRUCT) names the kanon_taxonomy tree of a QI (see
 -- kanon_duckdb/taxonomy/store.py for the resolution order).
 -- The algorithm parameters (/*KANON_PARAMS*/) are generated from the parameter registry
@@ -19,4 +22,5 @@ CREATE OR REPLACE MACRO k_anonymize(tbl, k := 2, algo := 'mondrian', qi := NULL,
 FROM query(__kanon_sql(tbl, to_json({'k': k, 'algo': algo, 'qi': qi, 'seed': seed,
                                       'numeric': "numeric", 'categorical': categorical,
                                       'taxonomies': taxonomies, 'params': params,
-                                      'named': /*KANON_PARAM_STRUCT*/})));
+                                      'named': /*KANON_PARAM_STRUCT*/,
+                                      'conn': current_connection_id()})));

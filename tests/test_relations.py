@@ -95,6 +95,47 @@ def test_python_api_takes_every_kind_and_matches_sql(con, base, kind):
     assert sorted(r[:-1] for r in rel.fetchall()) == base  # a relation can be read again
 
 
+@pytest.mark.parametrize("kind", ["pandas", "polars", "arrow", "dataset"])
+@pytest.mark.parametrize("through", ["connection", "cursor"])
+def test_registered_objects_in_sql_equal_the_base_table_path(con, base, kind, through):
+    """An object registered on the caller's connection (or on a cursor of it, the one running
+    the statement) is read by k_anonymize in SQL through the same Python object
+    (kanon_duckdb/registered.py); it stays private to that connection."""
+    tbl = con.c.sql("FROM people").arrow()
+    tbl = tbl.read_all() if isinstance(tbl, pa.RecordBatchReader) else tbl
+    if kind == "polars":
+        pl = pytest.importorskip("polars")
+        data = pl.from_arrow(tbl)
+    else:
+        data = {"pandas": lambda: tbl.to_pandas(), "arrow": lambda: tbl,
+                "dataset": lambda: ds.dataset(tbl)}[kind]()
+    caller = con.c if through == "connection" else con.c.cursor()
+    caller.register("People_Reg", data)
+    try:
+        assert _rows(caller, f"FROM k_anonymize('people_reg', {ARGS})") == base
+        out = con.dir / f"reg_{kind}_{through}.parquet"
+        caller.execute(f"COPY (FROM k_anonymize('People_Reg', {ARGS})) TO '{out}'")
+        assert _rows(caller, f"FROM '{out}'") == base
+        other = con.c.cursor() if through == "connection" else con.c
+        with pytest.raises(duckdb.Error, match="people_reg.*does not exist"):
+            other.execute(f"FROM k_anonymize('people_reg', {ARGS})").fetchall()
+    finally:
+        caller.unregister("People_Reg")
+    with pytest.raises(duckdb.Error, match="people_reg.*does not exist"):
+        caller.execute(f"FROM k_anonymize('people_reg', {ARGS})").fetchall()
+
+
+def test_registered_record_batch_reader_in_sql_is_a_clear_error(con):
+    tbl = con.c.sql("FROM people").arrow()
+    tbl = tbl.read_all() if isinstance(tbl, pa.RecordBatchReader) else tbl
+    con.c.register("people_rdr", tbl.to_reader())
+    try:
+        with pytest.raises(duckdb.Error, match="RecordBatchReader.*read_all"):
+            con.c.execute(f"FROM k_anonymize('people_rdr', {ARGS})").fetchall()
+    finally:
+        con.c.unregister("people_rdr")
+
+
 def test_polars_dataframe():
     pl = pytest.importorskip("polars")
     c = kanon_duckdb.connect()

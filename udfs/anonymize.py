@@ -94,7 +94,7 @@ def run_value(run_id: int, token: int, n_rows: int, classes: pa.StructArray) -> 
 
 def checked_spec(cur, tbl, spec: dict) -> tuple:
     """(plan, run arguments as a dict) after validating everything that can be checked before
-    the run: k, algo, parameters, the relation, the QIs."""
+    the run: k, algo, parameters, the relation (a name or a relation.Source), the QIs."""
     from kanon_duckdb.algorithms import get_algorithm
     from kanon_duckdb.anonymize import check_k
     from kanon_duckdb.encoding import plan_qis
@@ -108,10 +108,21 @@ def checked_spec(cur, tbl, spec: dict) -> tuple:
     coerce_params(algo, algo_params)
     parse_models(privacy_params, k, algo.name)
     plan = plan_qis(cur, tbl, spec.get("qi"), spec.get("numeric"), spec.get("categorical"))
-    args = {"tbl": tbl, "k": k, "algo": algo.name, "qi": plan.qi, "seed": spec.get("seed"),
+    args = {"tbl": getattr(tbl, "name", tbl), "conn": spec.get("conn"), "k": k, "algo": algo.name, "qi": plan.qi, "seed": spec.get("seed"),
             "numeric": spec.get("numeric"), "categorical": spec.get("categorical"),
             "params": params, "taxonomies": spec.get("taxonomies")}
     return plan, args
+
+
+def reader_source(cur, connection_id, name):
+    """What the reader cursor ``cur`` reads for ``name``: an object registered on the caller's
+    connection (``registered.expose``, read through a TEMP view of the cursor, the same one the
+    caller's own scan reads), else the name itself (``relation.resolve_source`` on use)."""
+    from kanon_duckdb import registered
+    from kanon_duckdb.relation import resolve_source
+    if registered.expose(cur, connection_id, name):
+        return resolve_source(cur, name, allow_temp=True)
+    return name
 
 
 def declare(ctx: UdfContext) -> list[UDF]:
@@ -121,9 +132,11 @@ def declare(ctx: UdfContext) -> list[UDF]:
     def kanon_sql(tbl, spec_json):
         from kanon_duckdb.output_sql import output_sql, sql_string
         from kanon_duckdb.params import parse_json_params
+        spec = parse_json_params(first_value(spec_json))
         cur = con.cursor()
         try:
-            plan, args = checked_spec(cur, first_value(tbl), parse_json_params(first_value(spec_json)))
+            plan, args = checked_spec(cur, reader_source(cur, spec.get("conn"), first_value(tbl)),
+                                      spec)
         finally:
             cur.close()
         text = output_sql(plan, f"__kanon_run({sql_string(json.dumps(args))})")
@@ -136,7 +149,7 @@ def declare(ctx: UdfContext) -> list[UDF]:
         cur = con.cursor()
         try:
             with interrupt.watch(con, ctx.progress) as progress:
-                res = anonymize(cur, args["tbl"], k=args["k"], algo=args["algo"], qi=args["qi"],
+                res = anonymize(cur, reader_source(cur, args.get("conn"), args["tbl"]), k=args["k"], algo=args["algo"], qi=args["qi"],
                                 seed=args["seed"], numeric=args["numeric"],
                                 categorical=args["categorical"], params=args["params"],
                                 taxonomies=args.get("taxonomies"), progress=progress)

@@ -1,0 +1,121 @@
+"""Python objects registered on a connection, made readable by the SQL macros' reader cursors.
+
+``con.register('people', df)`` (a pandas/polars DataFrame, an Arrow Table or Dataset...) makes a
+view that only ``con`` sees: DuckDB keeps it in that connection's temporary catalog. The UDFs
+behind ``k_anonymize`` read through a cursor of the same database (code running inside a query
+cannot use that query's connection: DuckDB refuses with "Resource In Use"), and a cursor is a
+separate connection with its own temporary catalog, so by itself it cannot see the object.
+
+This module wraps ``DuckDBPyConnection.register`` / ``unregister`` once, at class level (as
+``interrupt`` wraps ``interrupt``), to remember ``{connection id: {name: object}}``. The macro
+passes ``current_connection_id()`` (folded at bind time in the caller's connection) to its UDFs,
+and :func:`expose` registers the same Python object under the same name on the reader cursor:
+both reads (the algorithm's, through the cursor, and the output's, in the caller's query) see the
+same data. Cost: one ``SELECT current_connection_id()`` per connection, on its first register.
+
+Objects registered before ``kanon_duckdb`` was imported are not known; a RecordBatchReader can
+be read once only, so it is refused (register ``reader.read_all()`` instead).
+TEMP tables cannot be bridged this way (see ``relation.NOT_VISIBLE``).
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+import weakref
+
+import duckdb
+
+from .errors import InvalidParameterError
+
+_lock = threading.Lock()
+_objects: dict[int, dict[str, tuple[str, object]]] = {}  # connection id -> lower name -> (name, obj)
+_ids: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # connection -> its id
+
+
+def _connection_id(con) -> int | None:
+    with contextlib.suppress(TypeError):
+        cid = _ids.get(con)
+        if cid is not None:
+            return cid
+    try:
+        cid = int(con.sql("SELECT current_connection_id()").fetchall()[0][0])
+    except duckdb.Error:
+        return None
+    with contextlib.suppress(TypeError):
+        _ids[con] = cid
+        weakref.finalize(con, _forget, cid)
+    return cid
+
+
+def _forget(cid: int) -> None:
+    with _lock:
+        _objects.pop(cid, None)
+
+
+def _wrap_connection_class() -> None:
+    cls = duckdb.DuckDBPyConnection
+    if getattr(cls.register, "_kanon_wrapped", False):
+        return
+    global _original_register
+    original_register, original_unregister = cls.register, cls.unregister
+    _original_register = original_register
+
+    def register(self, view_name, python_object, *args, **kwargs):
+        out = original_register(self, view_name, python_object, *args, **kwargs)
+        cid = _connection_id(self)
+        if cid is not None and isinstance(view_name, str):
+            with _lock:
+                _objects.setdefault(cid, {})[view_name.lower()] = (view_name, python_object)
+        return out
+
+    def unregister(self, view_name, *args, **kwargs):
+        out = original_unregister(self, view_name, *args, **kwargs)
+        cid = _ids.get(self) if isinstance(view_name, str) else None
+        if cid is not None:
+            with _lock:
+                _objects.get(cid, {}).pop(view_name.lower(), None)
+        return out
+
+    register.__doc__ = original_register.__doc__
+    unregister.__doc__ = original_unregister.__doc__
+    register._kanon_wrapped = True
+    cls.register, cls.unregister = register, unregister
+
+
+def lookup(connection_id, name) -> tuple[str, object] | None:
+    """(registered name, object) of the unqualified ``name`` registered on the connection with
+    id ``connection_id`` (case-insensitively, as DuckDB resolves it), else None."""
+    if connection_id is None or not isinstance(name, str):
+        return None
+    key = name.strip()
+    if len(key) > 1 and key[0] == key[-1] == '"':
+        key = key[1:-1].replace('""', '"')
+    with _lock:
+        return _objects.get(int(connection_id), {}).get(key.lower())
+
+
+def expose(cur, connection_id, name) -> bool:
+    """Register on the reader cursor ``cur`` the object the caller's connection registered as
+    ``name``; False when there is none. InvalidParameterError for a one-pass reader."""
+    found = lookup(connection_id, name)
+    if found is None:
+        return False
+    view_name, obj = found
+    try:
+        import pyarrow as pa
+        one_pass = isinstance(obj, pa.RecordBatchReader)
+    except ImportError:  # pragma: no cover - pyarrow is a dependency
+        one_pass = False
+    if one_pass:
+        raise InvalidParameterError(
+            f"'{view_name}' is a registered RecordBatchReader, which can be read only once; "
+            f"k_anonymize reads its relation twice (the algorithm, then the output): register "
+            f"reader.read_all() instead, or pass the reader to kanon_duckdb.anonymize")
+    _original_register(cur, view_name, obj)  # not recorded: the cursor is the caller's reader
+    return True
+
+
+_original_register = duckdb.DuckDBPyConnection.register
+
+
+_wrap_connection_class()
