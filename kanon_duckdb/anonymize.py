@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import objectives
 from .algorithms import get_algorithm
 from .algorithms.base import Partition, no_progress
 from .qidata import QIData
@@ -82,6 +83,7 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
     params = coerce_params(algorithm, given)
     models, sensitive, t_distance = parse_models(privacy_given, k, algorithm.name)
     plan = plan_qis(con, table, qi, numeric, categorical)
+    weights = objectives.check_weights(params.pop("weights", None), plan.qi)
     extra = extra_columns(plan, algorithm, params, given)
     sensitive = privacy_hooks.sensitive_columns(plan, sensitive, models, extra)
     taxonomies = check_taxonomies_param(taxonomies, plan.qi)
@@ -93,9 +95,12 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
                                histogram=algorithm.family == "lattice")
         check_k(k, data.n_rows)
         spec = privacy_hooks.attach(con, data, models, sensitive, t_distance, plan.table)
-        part = privacy_hooks.run(algorithm, data, max(k, spec.min_class_size), seed, params,
+        objectives.attach(data, weights)
+        # the algorithms read the weights from data; the privacy hooks take them as a vector
+        run_params = {**params, "weights": objectives.weight_vector(data)}
+        part = privacy_hooks.run(algorithm, data, max(k, spec.min_class_size), seed, run_params,
                                  progress, spec, local)
-        part = privacy_hooks.enforce(algorithm, data, part, spec, {**params, **local})
+        part = privacy_hooks.enforce(algorithm, data, part, spec, {**run_params, **local})
         g = privacy_hooks.publish_suppressed(data, generalize(data, part))
     _verify(g, k)
     elapsed = time.perf_counter() - t0
@@ -109,12 +114,14 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
         run_id = record_run(con, RunRecord(
             source=plan.table, k=k, algo=algorithm.name, qi=plan.qi, numeric_qi=plan.numeric,
             categorical_qi=plan.categorical,
-            params={**params, **local, **privacy_hooks.recorded(privacy_given, spec)},
+            params={**params, **({"weights": weights} if weights else {}), **local,
+                    **privacy_hooks.recorded(privacy_given, spec)},
             seed=seed,
             n_rows=data.n_rows, n_classes=g.n_classes, n_suppressed=n_sup, elapsed_s=elapsed,
             qi_loss=[loss[order[c]] for c in plan.qi], weights=part.info.get("weights"),
             details=part.info, num_lo=[r[0] for r in ranges], num_hi=[r[1] for r in ranges],
-            qi_trees=[(data.tree_attrs or {}).get(c) for c in plan.qi]))
+            qi_trees=[(data.tree_attrs or {}).get(c) for c in plan.qi],
+            qi_weights=objectives.per_qi(weights, plan.qi) if weights else None))
     return AnonymizationResult(run_id, plan, data, row_key, g, part, elapsed, params)
 
 

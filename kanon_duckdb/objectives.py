@@ -138,10 +138,17 @@ def iq_numeric(data, weights) -> np.ndarray:
 
 # ------------------------------------------------------------------------------------ weights
 
-def check_weights(given, qi: list) -> dict | None:
-    """``weights :=`` validated against the run's QIs: {QI as spelled in ``qi``: weight}, or None
-    when not given. Names compare case-insensitively; a weight must be finite and > 0; a QI not
-    named keeps weight 1. Errors name the bad entry and the fix."""
+def _bad_form(given):
+    return InvalidParameterError(
+        f"weights must be a MAP or STRUCT of QI -> weight, e.g. weights := "
+        f"{{'age': 2.0, 'sex': 0.5}}, got {given!r}")
+
+
+def check_weights(given, qi: list | None = None) -> dict | None:
+    """``weights :=`` validated: {QI: weight} (a MAP, a STRUCT, its JSON text or MAP key/value
+    pairs), or None when not given. Each weight must be a finite number > 0. With ``qi`` (the
+    run's QIs) every name must be one of them (case-insensitively, with a "did you mean") and is
+    returned spelled as in ``qi``; a QI not named keeps weight 1. Errors name the entry."""
     if given is None:
         return None
     if isinstance(given, str):
@@ -149,28 +156,25 @@ def check_weights(given, qi: list) -> dict | None:
         try:
             given = json.loads(given)
         except ValueError:
-            raise InvalidParameterError(
-                f"weights must be a MAP or STRUCT of QI -> weight, e.g. weights := "
-                f"{{'age': 2.0, 'sex': 0.5}}, got {given!r}") from None
-    if isinstance(given, list) and all(isinstance(e, dict) and set(e) == {"key", "value"}
-                                       for e in given):
-        given = {e["key"]: e["value"] for e in given}  # a MAP serializes as key/value pairs
+            raise _bad_form(given) from None
+    from .params import mapping_of  # (params imports this module)
+    given = mapping_of(given)
     if not isinstance(given, dict):
-        raise InvalidParameterError(
-            f"weights must be a MAP or STRUCT of QI -> weight, e.g. weights := "
-            f"{{'age': 2.0, 'sex': 0.5}}, got {given!r}")
-    by_lower = {q.lower(): q for q in qi}
+        raise _bad_form(given)
+    by_lower = {q.lower(): q for q in qi} if qi is not None else None
     out: dict = {}
     for name, w in given.items():
-        q = by_lower.get(str(name).lower())
-        if q is None:
-            import difflib
-            close = difflib.get_close_matches(str(name).lower(), list(by_lower), n=1)
-            hint = f"; did you mean '{by_lower[close[0]]}'?" if close else ""
-            raise InvalidParameterError(
-                f"weights names '{name}', which is not a quasi-identifier of this run{hint} "
-                f"(the QIs: {', '.join(qi)})")
-        if q in out:
+        q = str(name)
+        if by_lower is not None:
+            q = by_lower.get(q.lower())
+            if q is None:
+                import difflib
+                close = difflib.get_close_matches(str(name).lower(), list(by_lower), n=1)
+                hint = f"; did you mean '{by_lower[close[0]]}'?" if close else ""
+                raise InvalidParameterError(
+                    f"weights names '{name}', which is not a quasi-identifier of this run{hint} "
+                    f"(the QIs: {', '.join(qi)})")
+        if q.lower() in {o.lower() for o in out}:
             raise InvalidParameterError(f"weights names QI '{q}' twice; give it once")
         if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) \
                 or w <= 0:
@@ -204,3 +208,12 @@ def weight_vector(data) -> np.ndarray | None:
     """The run's weights in QIData order, mean 1; None for equal weights."""
     w = data.extra.get(WEIGHTS_KEY) if data.extra else None
     return None if w is None else np.asarray(w, dtype=np.float64)
+
+
+def weighted_scale(scale, weights) -> np.ndarray:
+    """Mondrian-style per-dimension divisors (numeric: range; categorical: 1) divided by the
+    weights, so that width / scale and cost / scale are weighted; ``scale`` itself when the
+    weights are None (equal)."""
+    if weights is None:
+        return scale
+    return np.asarray(scale, dtype=np.float64) / np.asarray(weights, dtype=np.float64)

@@ -35,7 +35,7 @@ from typing import Any
 from .errors import InvalidParameterError
 from .objectives import CLUSTER_COSTS, LATTICE_LOSSES
 
-KINDS = ("int", "float", "bool", "str", "column", "columns")
+KINDS = ("int", "float", "bool", "str", "column", "columns", "weights")
 _TRUE = ("1", "true", "t", "yes", "on")
 _FALSE = ("0", "false", "f", "no", "off")
 
@@ -72,7 +72,8 @@ class Param:
         if self.choices:
             return "one of " + ", ".join(repr(c) for c in self.choices)
         word = {"int": "an integer", "float": "a number", "bool": "a boolean", "str": "a string",
-                "column": "a column name", "columns": "a list of column names"}[self.kind]
+                "column": "a column name", "columns": "a list of column names",
+                "weights": "a MAP or STRUCT of QI -> weight > 0"}[self.kind]
         if self.lo is not None and self.hi is not None:
             lo_b, hi_b = ("(" if self.lo_open else "["), (")" if self.hi_open else "]")
             return f"{word} in {lo_b}{_num(self.lo)}, {_num(self.hi)}{hi_b}"
@@ -130,6 +131,9 @@ class Param:
                         return c
                 raise bad()
             return value
+        if kind == "weights":  # names are checked against the QIs by the orchestrator
+            from .objectives import check_weights
+            return check_weights(value)
         # columns
         if isinstance(value, str):
             return [value]
@@ -220,6 +224,14 @@ PRIVACY: tuple = (
 )
 
 
+# Parameters of every algorithm's objective (kanon_duckdb.objectives): accepted by every algo.
+OBJECTIVE: tuple = (
+    Param("weights", "weights", None,
+          doc="per-QI weights of the loss and of gcp/total_il/gen_total_il, e.g. "
+              "{'age': 2.0, 'sex': 0.5} (default 1 each)"),
+)
+
+
 def declared(algo: str) -> list:
     """The Param declarations of ``algo`` from ALGORITHM_PARAMS (SHARED names resolved)."""
     return [SHARED[p] if isinstance(p, str) else p for p in ALGORITHM_PARAMS.get(algo, ())]
@@ -260,7 +272,7 @@ def _kind_of(default) -> str:
 def coerce_params(algo, given: dict | None) -> dict:
     """The algorithm's defaults overlaid with the caller's values, each checked against its
     Param (None means "use the default"). Unknown names are refused, naming the valid ones."""
-    specs = algo.specs
+    specs = {**algo.specs, **{p.name: p for p in OBJECTIVE}}
     params = {name: p.default for name, p in specs.items()}
     for name, value in (given or {}).items():
         if value is None:
@@ -291,7 +303,7 @@ def all_params() -> dict[str, Param]:
     for algo in ALGORITHM_PARAMS:
         for p in declared(algo):
             out.setdefault(p.name, p)
-    for p in PRIVACY:
+    for p in PRIVACY + OBJECTIVE:
         out.setdefault(p.name, p)
     from . import algorithms
     for a in (algorithms._registry or {}).values():
@@ -311,12 +323,18 @@ def parse_json_params(text) -> dict:
     return as_param_dict(obj)
 
 
+def mapping_of(obj):
+    """A DuckDB MAP serialized as key/value pairs as a dict; any other value unchanged."""
+    if isinstance(obj, list) and all(isinstance(e, dict) and set(e) == {"key", "value"} for e in obj):
+        return {e["key"]: e["value"] for e in obj}
+    return obj
+
+
 def as_param_dict(obj) -> dict:
     """``params :=`` as a dict: a STRUCT/MAP (JSON object, or MAP key/value pairs), NULL = {}."""
     if obj is None:
         return {}
-    if isinstance(obj, list) and all(isinstance(e, dict) and set(e) == {"key", "value"} for e in obj):
-        obj = {e["key"]: e["value"] for e in obj}  # a MAP serializes as key/value pairs
+    obj = mapping_of(obj)
     if not isinstance(obj, dict):
         raise InvalidParameterError(
             f"params must be a STRUCT or MAP such as {{'iterations': 5}}, got {obj!r}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from . import objectives
 from .errors import InvalidParameterError, UnknownObjectError
 from .taxonomy.store import recorded_tree_attrs
 
@@ -42,7 +43,9 @@ class QILayout:
 
     num_qi / cat_qi in table order; lo_cols[i] / hi_cols[i] publish num_qi[i]; cat_trees[i] the
     kanon_taxonomy attr of cat_qi[i]'s tree (None: implicit flat tree); num_lo[i] / num_hi[i] the
-    data's global range of num_qi[i] (None when the run did not record it).
+    data's global range of num_qi[i] (None when the run did not record it); num_w[i] / cat_w[i]
+    the weight of num_qi[i] / cat_qi[i] in the run's loss (``weights :=``, scaled to mean 1 over
+    the QIs; all 1 without weights).
     """
     run_id: int
     k: int
@@ -53,6 +56,8 @@ class QILayout:
     cat_trees: list
     num_lo: list
     num_hi: list
+    num_w: list
+    cat_w: list
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -147,7 +152,10 @@ def _read_layout(con, table: str, qualified: str, cols: list, required: bool) ->
     cat_qi = sorted(cat, key=lambda c: pos[c])
     trees = recorded_tree_attrs(con, run.get("qi"), run.get("qi_trees"), run.get("source"))
     k = run.get("k")
+    w = objectives.normalized(run.get("qi_weights") or [])  # None: equal weights
+    weight = {} if w is None else {c: float(x) for c, x in zip(run.get("qi") or [], w)}
     return QILayout(int(runs[0]), None if k is None else int(k), num_qi, cat_qi,
                     [bound_columns(c)[0] for c in num_qi], [bound_columns(c)[1] for c in num_qi],
                     [trees.get(c) for c in cat_qi],
-                    [rng[c][0] for c in num_qi], [rng[c][1] for c in num_qi])
+                    [rng[c][0] for c in num_qi], [rng[c][1] for c in num_qi],
+                    [weight.get(c, 1.0) for c in num_qi], [weight.get(c, 1.0) for c in cat_qi])

@@ -24,7 +24,10 @@ class RunRecord:
     num_lo/num_hi the finite min/max of each numeric QI's values (``numeric_qi`` order), the
     global range the metrics divide by; qi_trees[i] the kanon_taxonomy attr of the tree qi[i]
     used (taxonomy.store.resolve_tree_attr), None for the implicit flat tree or no tree (the
-    SQL metrics read the trees through it).
+    SQL metrics read the trees through it). qi_weights[i] is the ``weights :=`` weight of qi[i]
+    (1 for a QI not named), NULL when none were given: gcp/total_il/gen_total_il of the run's
+    table weight each QI by it (``kanon_duckdb.objectives``). ``weights`` is info2means' learned
+    weights (details.weight_names order), read by info_loss.
     """
     source: str
     k: int
@@ -44,6 +47,7 @@ class RunRecord:
     num_lo: list = field(default_factory=list)
     num_hi: list = field(default_factory=list)
     qi_trees: list = field(default_factory=list)
+    qi_weights: list | None = None
 
 
 _SQL_TYPES = {"source": "VARCHAR", "k": "BIGINT", "algo": "VARCHAR", "qi": "VARCHAR[]",
@@ -51,9 +55,9 @@ _SQL_TYPES = {"source": "VARCHAR", "k": "BIGINT", "algo": "VARCHAR", "qi": "VARC
               "seed": "BIGINT", "n_rows": "BIGINT", "n_classes": "BIGINT",
               "n_suppressed": "BIGINT", "elapsed_s": "DOUBLE", "qi_loss": "DOUBLE[]",
               "weights": "DOUBLE[]", "details": "VARCHAR", "num_lo": "DOUBLE[]",
-              "num_hi": "DOUBLE[]", "qi_trees": "VARCHAR[]"}
+              "num_hi": "DOUBLE[]", "qi_trees": "VARCHAR[]", "qi_weights": "DOUBLE[]"}
 RUNS_COLUMNS = [(f.name, _SQL_TYPES[f.name]) for f in fields(RunRecord)]
-_ADDED_LATER = ("qi_trees", "num_lo", "num_hi")  # absent from kanon_runs tables made by earlier versions
+_ADDED_LATER = ("qi_trees", "num_lo", "num_hi", "qi_weights")  # absent from kanon_runs tables made by earlier versions
 
 RUNS_DDL = ("CREATE TABLE IF NOT EXISTS kanon_runs (\n    run_id BIGINT PRIMARY KEY,\n"
             "    created_at TIMESTAMP DEFAULT current_timestamp,\n"
@@ -94,7 +98,7 @@ def _to_sql(name, value):
         return list(value)
     if name == "qi_trees":
         return [None if v is None else str(v) for v in value] if value else None
-    if name in ("qi_loss", "num_lo", "num_hi", "weights"):
+    if name in ("qi_loss", "num_lo", "num_hi", "weights", "qi_weights"):
         return None if value is None else [float(x) for x in value]
     return value
 

@@ -160,7 +160,8 @@ CREATE OR REPLACE MACRO __kanon_is(x, v) AS CASE WHEN x::DOUBLE = v THEN 1 ELSE 
 -- kanon_qi_loss(tbl): one row per QI of the anonymized table `tbl`:
 --   qi, kind ('numeric' | 'categorical'), n (rows), ncp_sum (sum over rows of the NCP of the
 --   row's published value), ncp (= ncp_sum / n, the mean NCP, as kanon_runs.qi_loss),
---   il_sum (sum over rows of the height ratio).
+--   il_sum (sum over rows of the height ratio), weight (the QI's weight in the run's loss,
+--   weights := scaled to mean 1 over the QIs; 1 without weights).
 -- One pass over the table, grouped by the suppressed flag: numeric sums of the bounds (the sum of
 -- the spans), counts of infinite and NULL bounds; categorical a histogram of the labels joined
 -- with kanon_label_ncp.
@@ -213,6 +214,7 @@ lists AS (
 num AS (   -- one row per (suppressed flag, numeric QI)
     SELECT sup, n, unnest(__kanon_meta(tbl).num_qi) AS qi,
            unnest(__kanon_meta(tbl).num_lo) AS mlo, unnest(__kanon_meta(tbl).num_hi) AS mhi,
+           unnest(__kanon_meta(tbl).num_w) AS w,
            unnest(sa_lo[:len(__kanon_meta(tbl).num_qi)]) AS sa_lo,
            unnest(sa_hi[:len(__kanon_meta(tbl).num_qi)]) AS sa_hi,
            unnest(sb_lo[:len(__kanon_meta(tbl).num_qi)]) AS sb_lo,
@@ -232,7 +234,7 @@ num_rng AS (   -- the run's global range, else the finite published range over e
     FROM num
 ),
 num_loss AS (   -- sum of spans / range on halves (no overflow) + 1 per NULL range
-    SELECT qi, 'numeric' AS kind, sum(n) AS n,
+    SELECT qi, 'numeric' AS kind, any_value(w) AS weight, sum(n) AS n,
            sum(CASE WHEN sup THEN n
                     ELSE (CASE WHEN rhi > rlo THEN
                               ((coalesce(sa_hi, 0) / 2 - coalesce(sa_lo, 0) / 2)
@@ -247,6 +249,7 @@ num_loss AS (   -- sum of spans / range on halves (no overflow) + 1 per NULL ran
 ),
 cat AS (
     SELECT sup, n, unnest(__kanon_meta(tbl).cat_qi) AS qi,
+           unnest(__kanon_meta(tbl).cat_w) AS w,
            unnest(hist[:len(__kanon_meta(tbl).cat_qi)]) AS hist
     FROM lists
 ),
@@ -268,12 +271,12 @@ cat_part AS (
     GROUP BY c.qi
 ),
 cat_loss AS (
-    SELECT cat.qi, 'categorical' AS kind, sum(cat.n) AS n,
+    SELECT cat.qi, 'categorical' AS kind, any_value(cat.w) AS weight, sum(cat.n) AS n,
            sum(CASE WHEN cat.sup THEN cat.n ELSE coalesce(p.ncp_part, 0) END) AS ncp_sum,
            sum(CASE WHEN cat.sup THEN cat.n ELSE coalesce(p.il_part, 0) END) AS il_sum
     FROM cat LEFT JOIN cat_part p ON p.qi = cat.qi
     GROUP BY cat.qi
 )
-SELECT qi, kind, n, ncp_sum, ncp_sum / n AS ncp, ncp_sum AS il_sum FROM num_loss
+SELECT qi, kind, n, ncp_sum, ncp_sum / n AS ncp, ncp_sum AS il_sum, weight FROM num_loss
 UNION ALL
-SELECT qi, kind, n, ncp_sum, ncp_sum / n, il_sum FROM cat_loss;
+SELECT qi, kind, n, ncp_sum, ncp_sum / n, il_sum, weight FROM cat_loss;

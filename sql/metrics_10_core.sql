@@ -4,22 +4,26 @@
 -- table; they count as fully generalized (NCP 1) on every QI, N each in DM, and they do not count as
 -- classes in C_avg (their rows do count in N there, which charges suppression to C_avg too).
 
+-- Per-QI weights: a run made with weights := {'age': 2.0, ...} weights each QI q by w_q in gcp,
+-- total_il and gen_total_il (kanon_qi_loss.weight = w_q * d / sum w, mean 1; 1 without weights):
+-- the mean over QIs becomes sum_q w_q NCP_q / sum_q w_q.
+
 -- gcp(tbl): Global Certainty Penalty (Ghinita et al. 2009) as a fraction in [0, 1]:
---   sum over classes |e| * mean over QIs of NCP(e, qi), divided by N.
+--   sum over classes |e| * (weighted) mean over QIs of NCP(e, qi), divided by N.
 CREATE OR REPLACE MACRO gcp(tbl) AS (
-    SELECT sum(ncp_sum) / sum(n) FROM kanon_qi_loss(tbl)
+    SELECT sum(weight * ncp_sum) / sum(n) FROM kanon_qi_loss(tbl)
 );
 
 -- total_il(tbl): Byun et al. 2007 total information loss:
 --   sum over classes |e| * (sum numeric (max - min) / range + sum categorical
---   height(LCA subtree) / height(tree)).
+--   height(LCA subtree) / height(tree)), each QI's term times its weight.
 CREATE OR REPLACE MACRO total_il(tbl) AS (
-    SELECT sum(il_sum) FROM kanon_qi_loss(tbl)
+    SELECT sum(weight * il_sum) FROM kanon_qi_loss(tbl)
 );
 
 -- gen_total_il(tbl): total_il / (N * d), in [0, 1].
 CREATE OR REPLACE MACRO gen_total_il(tbl) AS (
-    SELECT sum(il_sum) / sum(n) FROM kanon_qi_loss(tbl)
+    SELECT sum(weight * il_sum) / sum(n) FROM kanon_qi_loss(tbl)
 );
 
 -- discernibility(tbl): DM (Bayardo & Agrawal 2005) = sum over non-suppressed classes |e|^2

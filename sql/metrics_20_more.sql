@@ -27,12 +27,18 @@ CREATE OR REPLACE MACRO cm(tbl, label) AS (
 -- missing or extra is an error), so outputs of different algorithms can be scored with the same
 -- weights, e.g. weights := kanon_run_weights('adult_info2means') (the weights info2means learned).
 -- Without it: kanon_runs.weights of the table's run, aligned with details->'weight_names' when
--- recorded, else with numeric_qi followed by categorical_qi (the paper's order, eq. 5); a run
--- without weights (any algorithm but info2means) gets equal weights 1/d. The result is the
+-- recorded, else with numeric_qi followed by categorical_qi (the paper's order, eq. 5); else the
+-- run's weights := normalized to sum 1 (kanon_runs.qi_weights); a run without weights (any
+-- algorithm but info2means, no weights :=) gets equal weights 1/d. The result is the
 -- paper's sum (it grows with N); divide by count(*) for a per-row figure.
 CREATE OR REPLACE MACRO info_loss(tbl, weights := NULL) AS (
     WITH run AS (
-        SELECT r.numeric_qi, r.categorical_qi, r.weights AS run_weights,
+        SELECT r.numeric_qi, r.categorical_qi,
+               -- a run made with weights := (kanon_runs.qi_weights): gamma_q = w_q / sum w
+               coalesce(r.weights, CASE WHEN r.qi_weights IS NOT NULL THEN list_transform(
+                   list_concat(r.numeric_qi, r.categorical_qi),
+                   lambda q: r.qi_weights[list_position(r.qi, q)] / list_sum(r.qi_weights)) END)
+                   AS run_weights,
                CASE WHEN json_exists(r.details, '$.weight_names')
                     THEN CAST(r.details->'weight_names' AS VARCHAR[])
                     ELSE list_concat(r.numeric_qi, r.categorical_qi) END AS weight_names

@@ -100,15 +100,30 @@ def qis(run):
     return [(q, "num") for q in run["numeric_qi"]] + [(q, "cat") for q in run["categorical_qi"]]
 
 
+def qi_weight(run):
+    """The run's weights := per QI (kanon_runs.qi_weights, aligned with qi), 1 when none."""
+    if not run.get("qi_weights"):
+        return defaultdict(lambda: 1.0)
+    return dict(zip(run["qi"], run["qi_weights"]))
+
+
 def gcp(con, tbl):
+    """Mean over rows of sum_q w_q NCP_q / sum_q w_q (w = 1 for a run without weights)."""
     rows, run, trees = load(con, tbl)
     d = qis(run)
-    return sum(ncp(rows, run, trees, r, q, k) for r in rows for q, k in d) / (len(rows) * len(d))
+    w = qi_weight(run)
+    return sum(w[q] * ncp(rows, run, trees, r, q, k) for r in rows for q, k in d) \
+        / (len(rows) * sum(w[q] for q, _ in d))
 
 
 def total_il(con, tbl):
+    """Byun's total IL, each QI's term times w_q * d / sum w (1 without weights)."""
     rows, run, trees = load(con, tbl)
-    return sum(ncp(rows, run, trees, r, q, k, height=True) for r in rows for q, k in qis(run))
+    d = qis(run)
+    w = qi_weight(run)
+    scale = len(d) / sum(w[q] for q, _ in d)
+    return sum(w[q] * scale * ncp(rows, run, trees, r, q, k, height=True)
+               for r in rows for q, k in d)
 
 
 def gen_total_il(con, tbl):

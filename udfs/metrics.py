@@ -6,13 +6,14 @@ the run in the table's ``kanon_run`` column. These two deterministic UDFs, folde
 (constant arguments), give the macros the column names to use inside ``COLUMNS(lambda ...)``:
 
 - ``__kanon_meta(tbl)`` -> STRUCT(run_id, k, num_qi, cat_qi, lo_cols, hi_cols, cat_trees, num_lo,
-  num_hi) (``published.qi_layout``): the run of an anonymized table and its QIs as they appear in
+  num_hi, num_w, cat_w) (``published.qi_layout``): the run of an anonymized table and its QIs as they appear in
   the table, in table order: numeric QI ``c`` published as ``c_min``/``c_max``
   (``lo_cols[i]``/``hi_cols[i]`` belong to ``num_qi[i]``, ``num_lo[i]``/``num_hi[i]`` is the
   data's global range recorded by the run), categorical QI ``c`` as ``c``; ``cat_trees[i]`` is
   the kanon_taxonomy attr of the tree ``cat_qi[i]`` used (kanon_runs.qi_trees; for a run recorded
   before that column, the tree ``taxonomy.store.resolve_tree_attr`` picks for the run's source),
-  NULL for the implicit flat tree. Errors name the problem: not a k_anonymize output, a table mixing
+  NULL for the implicit flat tree; ``num_w``/``cat_w`` the QIs' weights (``weights :=``, mean 1,
+  all 1 without). Errors name the problem: not a k_anonymize output, a table mixing
   several runs, a QI column missing.
 - ``__kanon_qi_cols(tbl, qi)`` -> STRUCT(cols, sup_col): the columns to group by for the privacy
   checks, for a raw or an anonymized table: ``c`` when the table has it, else ``c_min`` and
@@ -41,7 +42,7 @@ from kanon_duckdb.udf_spec import UDF, UdfContext, first_value
 
 META_TYPE = ("STRUCT(run_id BIGINT, k BIGINT, num_qi VARCHAR[], cat_qi VARCHAR[], "
              "lo_cols VARCHAR[], hi_cols VARCHAR[], cat_trees VARCHAR[], num_lo DOUBLE[], "
-             "num_hi DOUBLE[])")
+             "num_hi DOUBLE[], num_w DOUBLE[], cat_w DOUBLE[])")
 QI_COLS_TYPE = "STRUCT(cols VARCHAR[], sup_col VARCHAR)"
 
 
@@ -149,7 +150,8 @@ def declare(ctx: UdfContext) -> list[UDF]:
             ("run_id", pa.int64()), ("k", pa.int64()), ("num_qi", pa.list_(pa.string())),
             ("cat_qi", pa.list_(pa.string())), ("lo_cols", pa.list_(pa.string())),
             ("hi_cols", pa.list_(pa.string())), ("cat_trees", pa.list_(pa.string())),
-            ("num_lo", pa.list_(pa.float64())), ("num_hi", pa.list_(pa.float64()))]))
+            ("num_lo", pa.list_(pa.float64())), ("num_hi", pa.list_(pa.float64())),
+            ("num_w", pa.list_(pa.float64())), ("cat_w", pa.list_(pa.float64()))]))
 
     def kanon_qi_cols(tbl, qi):
         name, cols = first_value(tbl), first_value(qi)

@@ -24,6 +24,9 @@ alone, generalizing only the rows that need it, then cut along every QI:
    (bench_scale's synthetic table at 1M rows) step 1 generalizes whole categorical QIs to the
    root and Mondrian's numeric cuts win (``kanon_runs.details.start`` says which one was kept).
 
+Per-QI ``weights :=`` multiply each QI's NCP in every cost above, the comparison of step 4
+included (a numeric NULL still costs 1 in steps 2-3).
+
 Every class has >= k rows and is published with its exact ranges and LCAs (the generic
 ``generalize`` pass), so a group generalized to a level in step 1 is usually published lower.
 Cost: step 1 O(passes · dc · n), step 2 O(leftover · groups · d), step 3 O(d · n · log n +
@@ -34,6 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import objectives
 from ...params import declared
 from ..base import Algorithm, Partition, no_progress
 from ...qidata import QIData
@@ -66,6 +70,9 @@ def level_groups(data: QIData, k: int):
     levels = np.zeros(dc, dtype=np.int64)
     anc = [t.anc for t in data.trees]
     ncp = [np.where(t.n_leaves <= 1, 0.0, t.n_leaves / float(t.n_leaves[0])) for t in data.trees]
+    w = objectives.weight_vector(data)
+    if w is not None:  # weights := scale each categorical QI's NCP
+        ncp = [w[data.dn + j] * c for j, c in enumerate(ncp)]
 
     def coded(rows, lv):
         return np.stack([anc[j][data.cat[rows, j], min(int(lv[j]), anc[j].shape[1] - 1)]
@@ -109,6 +116,7 @@ def level_groups(data: QIData, k: int):
 def partition_rows(data: QIData, k: int):
     """Class id per row (int64 (n,)) and details for kanon_runs."""
     X, scale, _tree_of = stack_dimensions(data)
+    scale = objectives.weighted_scale(scale, objectives.weight_vector(data))  # weights :=
     gmin = np.full(X.shape[1], -np.inf)
     gmin[:data.dn] = data.num_lo
     leaf_node, leaf_off, parent, leaf_hi, n_leaves, node_off, _sub, _lo = data.cat_arrays()
@@ -132,9 +140,13 @@ def partition_rows(data: QIData, k: int):
 
 
 def gcp_of(data: QIData, ec: np.ndarray) -> float:
-    """GCP (mean over QIs of the row-mean NCP, ``generalize.per_qi_loss``) of class ids ``ec``."""
+    """GCP (mean over QIs of the row-mean NCP, ``generalize.per_qi_loss``; weighted by the run's
+    ``weights :=``) of class ids ``ec``."""
     from ...generalize import generalize, per_qi_loss
     loss = per_qi_loss(data, generalize(data, Partition(ec=ec)))
+    w = objectives.weight_vector(data)
+    if w is not None:  # mean 1: the weighted mean over QIs
+        return float(np.dot(w, loss)) / loss.size
     return float(loss.mean()) if loss.size else 0.0
 
 

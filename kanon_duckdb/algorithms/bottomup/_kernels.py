@@ -57,11 +57,11 @@ def _ncp_fast(j, lo, hi, dn, scale, gmin, pair, pair_off, pair_w, leaf_node, lea
             return 1.0
         return (hi - lo) / scale[j]
     t = j - dn
-    L = pair_w[t]
+    L = pair_w[t]  # categorical scale[j] = 1 / the QI's weight (1 without weights :=)
     if L > 0:
-        return pair[pair_off[t] + np.int64(lo) * L + np.int64(hi)]
+        return pair[pair_off[t] + np.int64(lo) * L + np.int64(hi)] / scale[j]
     return _cat_ncp(np.int64(lo), np.int64(hi), t, leaf_node, leaf_off, parent, leaf_hi,
-                    n_leaves, node_off)
+                    n_leaves, node_off) / scale[j]
 
 
 @njit

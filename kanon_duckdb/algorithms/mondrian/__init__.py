@@ -15,6 +15,10 @@ is used (``leaf_order_fallback``). If no tied dimension can be cut, the next wid
 segment with no allowable cut on any dimension is a final class (strict Mondrian). Classes are
 published with the LCA of their leaves.
 
+Weights (``weights :=``, ``objectives.weight_vector``) enter the choice of dimension only: a
+dimension's normalized width and its cut's NCP gain are multiplied by its QI's weight (through
+``scale``, ``objectives.weighted_scale``); equal weights leave ``scale`` untouched.
+
 Privacy models (``privacy``): with l-diversity, t-closeness or risk limits a cut is allowable only
 when both sides satisfy every model (LeFevre et al.'s extension; one linear pass over the
 segment's sensitive codes, ``privacy._kernels.split_ok``); the models are monotone, so every
@@ -25,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import interrupt
+from ... import interrupt, objectives
 from ..base import Algorithm, Partition, no_progress
 from ...qidata import QIData
 from ...taxonomy._lca import lca_nodes
@@ -51,6 +55,7 @@ def stack_dimensions(data: QIData):
 
 def _partition(data: QIData, k: int, leaf_order_fallback: bool, progress=no_progress):
     X, scale, tree_of = stack_dimensions(data)
+    scale = objectives.weighted_scale(scale, objectives.weight_vector(data))  # weights := only
     trees = data.cat_arrays()
     leaf_node, leaf_off, parent, leaf_hi, n_leaves, node_off, sub_height, _leaf_lo = trees
     spec = spec_of(data)

@@ -30,7 +30,9 @@ SAMPLE_ROWS = 128  # segments larger than twice this rank tied dimensions on a s
 def _segment_widths(W, s, e, scale, tree_of, leaf_node, leaf_off, parent, leaf_hi, n_leaves,
                     node_off, out_w, out_lo, out_hi):
     """Normalized width of each dimension on rows s:e (numeric: span/range; categorical:
-    leaves(LCA)/leaves(root), 0 for a single leaf). Also returns min/max per dimension."""
+    leaves(LCA)/leaves(root), 0 for a single leaf), divided by ``scale[j]`` (numeric: range /
+    weight; categorical: 1 / weight, see objectives.weighted_scale). Also returns min/max per
+    dimension."""
     d = W.shape[1]
     for j in range(d):
         out_lo[j] = np.inf
@@ -50,7 +52,7 @@ def _segment_widths(W, s, e, scale, tree_of, leaf_node, leaf_off, parent, leaf_h
             lf = leaf_node[leaf_off[t]:leaf_off[t + 1]]
             no = node_off[t]
             u = _lca(lf, parent[no:node_off[t + 1]], leaf_hi[no:node_off[t + 1]], int(lo), int(hi))
-            out_w[j] = n_leaves[no + u] / n_leaves[no]
+            out_w[j] = n_leaves[no + u] / n_leaves[no] / scale[j]
         else:
             out_w[j] = 0.0
 
@@ -244,7 +246,8 @@ def _median_cut(W, s, e, j, k, seg_lo, seg_hi, scale_j, buf):
 def _choose_cut(W, s, e, j, k, scale, tree_of, leaf_node, leaf_off, parent, leaf_hi, n_leaves,
                 sub_height, node_off, seg_lo, seg_hi, buf, bounds, tscr, leaf_order_fallback):
     """Best allowable cut on dimension j (rows with value <= cut go left) and its cost
-    (row-weighted NCP of the two sides on dimension j), or (NaN, inf).
+    (row-weighted NCP of the two sides on dimension j, times the QI's weight through
+    ``scale``), or (NaN, inf).
 
     Numeric: median cut. Categorical: cut along the taxonomy (children of the LCA); when no such
     cut is allowable and ``leaf_order_fallback`` is set, a median cut in depth-first leaf order.
@@ -255,9 +258,9 @@ def _choose_cut(W, s, e, j, k, scale, tree_of, leaf_node, leaf_off, parent, leaf
     cut, cost = _tree_cut(W, s, e, j, k, t, leaf_node, leaf_off, parent, leaf_hi, n_leaves,
                           sub_height, node_off, seg_lo, seg_hi, bounds, tscr, buf)
     if cut == cut or not leaf_order_fallback:
-        return cut, cost
+        return cut, cost / scale[j]  # scale[j] = 1 / the QI's weight
     cut, _ = _median_cut(W, s, e, j, k, seg_lo, seg_hi, 1.0, buf)
-    return cut, (e - s) * 1.0  # a leaf-order cut does not shrink the LCA: no gain on this QI
+    return cut, (e - s) * 1.0 / scale[j]  # a leaf-order cut does not shrink the LCA: no gain
 
 
 @njit

@@ -1,0 +1,68 @@
+"""Benchmark of per-QI weights (``weights :=``, issue 13 section 2).
+
+Table measured: Adult (30,162 rows, the packaged example with its ARX taxonomies), QIs age,
+workclass, education, marital_status, race, sex, native_country, k = 10. For each algorithm
+family (mondrian, kmember, optimal with loss 'gcp' and max_suppression 0.02) and each weight of
+the weighted QI (``--qi``, default age; 1 = the unweighted baseline, measured in the same run):
+the weighted QI's mean NCP (kanon_runs.qi_loss), the run's gcp() (weighted when a weight is
+given), the unweighted GCP (mean of qi_loss) and the end-to-end seconds of ``CREATE TABLE ...
+AS FROM k_anonymize(...)`` (median of ``--repeat`` runs, numba warm) with the ratio to weight 1.
+
+    python benchmarks/bench_weights.py
+    python benchmarks/bench_weights.py --qi education --weights 1,2,4,8 --algos mondrian
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import kanon_duckdb
+
+QI = ["age", "workclass", "education", "marital_status", "race", "sex", "native_country"]
+
+
+def run_one(con, algo, k, qi_w, weight, repeat):
+    qi = "[" + ", ".join(f"'{c}'" for c in QI) + "]"
+    extra = "" if weight == 1 else f", weights := {{'{qi_w}': {weight}}}"
+    if algo in ("optimal", "datafly", "kgen", "random"):
+        extra += ", max_suppression := 0.02, loss := 'gcp'"
+    sql = (f"CREATE OR REPLACE TABLE bench_out AS FROM k_anonymize('adult', k := {k}, "
+           f"algo := '{algo}', qi := {qi}{extra})")
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        con.execute(sql)
+        times.append(time.perf_counter() - t0)
+    names, loss = con.sql("SELECT qi, qi_loss FROM kanon_runs WHERE run_id = "
+                          "(SELECT any_value(kanon_run) FROM bench_out)").fetchall()[0]
+    gcp = con.sql("SELECT gcp('bench_out')").fetchall()[0][0]
+    return statistics.median(times), dict(zip(names, loss))[qi_w], gcp, sum(loss) / len(loss)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--algos", default="mondrian,kmember,optimal")
+    ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--qi", default="age", help="the weighted QI")
+    ap.add_argument("--weights", default="1,4")
+    ap.add_argument("--repeat", type=int, default=3)
+    a = ap.parse_args()
+    con = kanon_duckdb.connect()
+    kanon_duckdb.load_example(con, "adult")
+    n = con.sql("SELECT count(*) FROM adult").fetchall()[0][0]
+    print(f"table: adult ({n} rows), QIs {', '.join(QI)}, k = {a.k}, weighted QI {a.qi}")
+    print(f"{'algo':<10} {'weight':>6} {'NCP(' + a.qi + ')':>12} {'gcp()':>8} "
+          f"{'GCP unw.':>9} {'seconds':>8} {'ratio':>6}")
+    for algo in a.algos.split(","):
+        base = None
+        for w in [float(x) for x in a.weights.split(",")]:
+            run_one(con, algo, a.k, a.qi, w, 1)  # warm (numba compile, caches)
+            sec, ncp_q, gcp, unw = run_one(con, algo, a.k, a.qi, w, a.repeat)
+            base = sec if base is None else base
+            print(f"{algo:<10} {w:>6g} {ncp_q:>12.4f} {gcp:>8.4f} {unw:>9.4f} {sec:>8.3f} "
+                  f"{sec / base:>6.2f}")
+
+
+if __name__ == "__main__":
+    main()
