@@ -64,12 +64,15 @@ def check_k(k, n=None):
 
 
 def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, categorical=None,
-              params=None, progress=no_progress, record=True, taxonomies=None) -> AnonymizationResult:
+              params=None, progress=no_progress, record=True, taxonomies=None,
+              ranges=None) -> AnonymizationResult:
     """Anonymize ``table`` (read through ``con``) and record the run in ``kanon_runs``.
 
     ``taxonomies``: QI -> kanon_taxonomy attr naming the tree a QI uses (else the tree of
     '<table>.<qi>', else of '<qi>': taxonomy.store.resolve_tree_attr); recorded per QI in
     kanon_runs.qi_trees.
+    ``ranges``: numeric QI -> (min, max) of the whole table when ``table`` is one part of it
+    (the Spark partitions, ``kanon_duckdb.spark``): widths, cuts and NCP use them (``with_ranges``).
 
     Returns per-row class ids and per-class published values; the SQL layer joins them back.
     """
@@ -93,6 +96,8 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
         row_key, data = encode(con, plan, extra_columns=extra,
                                need_num_trees=algorithm.needs_num_trees, taxonomies=taxonomies,
                                histogram=algorithm.family == "lattice")
+        if ranges is not None:
+            data = with_ranges(data, [ranges[c] for c in plan.numeric])
         check_k(k, data.n_rows)
         spec = privacy_hooks.attach(con, data, models, sensitive, t_distance, plan.table)
         objectives.attach(data, weights)
@@ -123,6 +128,25 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
             qi_trees=[(data.tree_attrs or {}).get(c) for c in plan.qi],
             qi_weights=objectives.per_qi(weights, plan.qi) if weights else None))
     return AnonymizationResult(run_id, plan, data, row_key, g, part, elapsed, params)
+
+
+def with_ranges(data: QIData, ranges) -> QIData:
+    """``data`` with each numeric QI's global range set to ``ranges[j]`` = (min, max) of its
+    values over the whole table (a superset of this part's). Plain and offset coordinates move
+    with the values, so the kernels' widths are those of one machine; a rank-coded column keeps
+    its rank coordinates (only its NCP range changes). O(d)."""
+    from dataclasses import replace
+    lo, hi = data.num_lo.copy(), data.num_hi.copy()
+    codecs = list(data.num_codec) + [None] * (data.dn - len(data.num_codec))
+    for j, (g_lo, g_hi) in enumerate(ranges):
+        c = codecs[j]
+        if c is None:
+            lo[j], hi[j] = g_lo, g_hi
+        else:
+            if c.kind == "offset":
+                lo[j], hi[j] = g_lo - c.base, g_hi - c.base
+            codecs[j] = replace(c, value_lo=float(g_lo), value_hi=float(g_hi))
+    return replace(data, num_lo=lo, num_hi=hi, num_codec=codecs)
 
 
 def extra_columns(plan: QIPlan, algorithm, params: dict, given: dict) -> list:

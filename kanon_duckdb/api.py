@@ -85,25 +85,35 @@ def anonymize(data, *, k, qi, algo="mondrian", con=None, seed=0, numeric=None, c
     checked against their declarations (``kanon_duckdb.params``).
     """
     from .anonymize import anonymize as run
-    from .assignment import STORE, Assignment
-    from .output_sql import output_sql
     from .relation import resolve_source
-    from .udfs.anonymize import classes_arrow
     con = _connection(con)
     name, registered = _as_name(con, data)
     try:
         source = resolve_source(con, name, allow_temp=True)
         res = run(con, source, k=k, algo=algo, qi=qi, seed=seed, numeric=numeric,
                   categorical=categorical, params=params, taxonomies=taxonomies)
-        token = STORE.pin(Assignment(res.row_key, res.generalized.ec, res.data),
-                          (res.run_id, res.data.n_rows, classes_arrow(res)))
-        rel = con.sql(output_sql(res.plan, f"__kanon_pass({token})"))
+        rel, token = published(con, res)
     except BaseException:
         if registered:
             _unregister(con, registered)
         raise
     weakref.finalize(rel, _release, token, con, registered)
     return rel
+
+
+def published(con, res) -> tuple[duckdb.DuckDBPyRelation, int]:
+    """(lazy relation of the published rows of the AnonymizationResult ``res``, token of its
+    pinned row assignment: ``STORE.unpin(token)`` when the relation is no longer needed)."""
+    from .assignment import STORE, Assignment
+    from .output_sql import output_sql
+    from .udfs.anonymize import classes_arrow
+    token = STORE.pin(Assignment(res.row_key, res.generalized.ec, res.data),
+                      (res.run_id, res.data.n_rows, classes_arrow(res)))
+    try:
+        return con.sql(output_sql(res.plan, f"__kanon_pass({token})")), token
+    except BaseException:
+        STORE.unpin(token)
+        raise
 
 
 def _unregister(con, name):

@@ -1,0 +1,139 @@
+"""kanon_duckdb.spark in Spark local[2] (issue 15, item 2).
+
+Skipped with the reason when PySpark or Java is missing, unless CI requires the extra
+(``KANON_REQUIRE_EXTRAS`` lists pyspark): then a missing piece fails. One SparkSession for the
+module, tiny tables.
+"""
+import os
+import shutil
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+
+import kanon_duckdb
+
+REQUIRED = "pyspark" in os.environ.get("KANON_REQUIRE_EXTRAS", "").split(",")
+
+
+def _missing() -> str | None:
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        return "pyspark is not installed (pip install 'kanon-duckdb[spark]')"
+    java = shutil.which("java")
+    if java is None or subprocess.run([java, "-version"], capture_output=True).returncode != 0:
+        return "Java is not available (PySpark needs Java 17+)"
+    return None
+
+
+MISSING = _missing()
+if MISSING:
+    if REQUIRED:
+        pytest.fail(f"KANON_REQUIRE_EXTRAS requires pyspark but {MISSING}", pytrace=False)
+    pytest.skip(MISSING, allow_module_level=True)
+
+from kanon_duckdb.errors import InvalidParameterError  # noqa: E402
+from kanon_duckdb.spark import k_anonymize  # noqa: E402
+
+QI = ["age", "zip", "sex", "job"]
+JOB_TREE = [("nurse", "health"), ("doctor", "health"), ("clerk", "office"), ("manager", "office"),
+            ("health", "*"), ("office", "*"), ("*", None)]
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from pyspark.sql import SparkSession
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers: this interpreter
+    s = (SparkSession.builder.master("local[2]").appName("kanon-test")
+         .config("spark.sql.shuffle.partitions", "4").config("spark.ui.enabled", "false")
+         .getOrCreate())
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def con():
+    c = kanon_duckdb.connect()
+    c.execute("""CREATE TABLE people AS SELECT i AS id,
+        20 + (hash(i) % 50)::INTEGER AS age, (10000 + hash(i + 1) % 90)::BIGINT AS zip,
+        ['F', 'M'][1 + (hash(i + 2) % 2)::INTEGER] AS sex,
+        ['nurse', 'doctor', 'clerk', 'manager'][1 + (hash(i + 3) % 4)::INTEGER] AS job,
+        (hash(i + 4) % 1000)::DOUBLE / 10 AS income
+        FROM range(400) t(i)""")
+    c.executemany("INSERT INTO kanon_taxonomy VALUES ('job', ?, ?)", JOB_TREE)
+    yield c
+    c.close()
+
+
+@pytest.fixture(scope="module")
+def df(spark, con):
+    return spark.createDataFrame(con.sql("FROM people ORDER BY id").df())
+
+
+@pytest.fixture(scope="module")
+def taxonomy(spark):
+    return spark.createDataFrame([("job", c, p) for c, p in JOB_TREE], "attr string, child string, parent string")
+
+
+def rows_of(out):
+    return [r.asDict() for r in out.collect()]
+
+
+def check_k_and_truth(rows, source, k):
+    """Independent check: classes (equal published QI values) hold >= k rows; each row's
+    published range / label covers its original value; one output row per input row."""
+    assert len(rows) == len(source)
+    parents = dict(JOB_TREE)
+    ancestors = lambda v: {v, parents.get(v), parents.get(parents.get(v))} - {None}
+    key = lambda r: (r["age_min"], r["age_max"], r["zip_min"], r["zip_max"], r["sex"], r["job"])
+    sizes = Counter(key(r) for r in rows if not r["suppressed"])
+    assert min(sizes.values()) >= k
+    by_id = {s["id"]: s for s in source}
+    for r in rows:
+        s = by_id[r["id"]]
+        assert r["age_min"] <= s["age"] <= r["age_max"] and r["zip_min"] <= s["zip"] <= r["zip_max"]
+        assert r["sex"] in (s["sex"], "*") and r["job"] in ancestors(s["job"])
+        assert r["income"] == s["income"]  # non-QI columns pass through
+        assert r["ec_size"] == sum(1 for x in rows if x["ec"] == r["ec"])
+
+
+def test_single_partition_equals_the_duckdb_path(df, con, taxonomy):
+    info = {}
+    out = k_anonymize(df, 5, QI, taxonomy=taxonomy, info=info)
+    assert info["partitions"] == 1
+    duck = con.sql("FROM k_anonymize('people', k := 5, qi := ['age', 'zip', 'sex', 'job'])")
+    assert out.columns == [d[0] for d in duck.description]  # the same output shape
+    spark_rows = sorted(tuple(v for c, v in r.items() if c != "kanon_run") for r in rows_of(out))
+    duck_rows = sorted(tuple(v for c, v in zip(out.columns, r) if c != "kanon_run")
+                       for r in duck.fetchall())
+    assert spark_rows == duck_rows
+
+
+def test_multi_partition_is_k_anonymous_and_truthful(df, con, taxonomy):
+    info = {}
+    out = k_anonymize(df, 4, QI, taxonomy=taxonomy, partition_rows=60, info=info)
+    assert info["partitions"] >= 4 and info["levels"] >= 2
+    source = [dict(zip(["id", "age", "zip", "sex", "job", "income"], r))
+              for r in con.sql("SELECT id, age, zip, sex, job, income FROM people").fetchall()]
+    rows = rows_of(out)
+    check_k_and_truth(rows, source, 4)
+    assert {r["ec"] >> 32 for r in rows} and len({r["ec"] >> 32 for r in rows}) == info["partitions"]
+    assert all(r["kanon_run"] is None for r in rows)
+
+
+def test_clustering_algorithm_runs_per_partition(df, con, taxonomy):
+    out = k_anonymize(df, 3, QI, algo="kmember", taxonomy=taxonomy, partition_rows=100)
+    source = [dict(zip(["id", "age", "zip", "sex", "job", "income"], r))
+              for r in con.sql("SELECT id, age, zip, sex, job, income FROM people").fetchall()]
+    check_k_and_truth(rows_of(out), source, 3)
+
+
+def test_what_cannot_be_enforced_is_refused(df):
+    with pytest.raises(InvalidParameterError, match="not available on Spark"):
+        k_anonymize(df, 5, QI, algo="optimal")
+    with pytest.raises(InvalidParameterError, match="cannot enforce"):
+        k_anonymize(df, 5, QI, sensitive="income", l=2)
+    with pytest.raises(InvalidParameterError, match="partition_rows"):
+        k_anonymize(df, 5, QI, partition_rows=6)
