@@ -123,6 +123,7 @@ def test_multi_partition_is_k_anonymous_and_truthful(df, con, taxonomy):
     assert all(r["kanon_run"] is None for r in rows)
 
 
+@pytest.mark.slow
 def test_clustering_algorithm_runs_per_partition(df, con, taxonomy):
     out = k_anonymize(df, 3, QI, algo="kmember", taxonomy=taxonomy, partition_rows=100)
     source = [dict(zip(["id", "age", "zip", "sex", "job", "income"], r))
