@@ -140,18 +140,19 @@ def test_leaf_children_cut_equals_the_general_tree_cut(case):
     as the general boundary walk (forced here by claiming every subtree is deeper)."""
     from kanon_duckdb.qidata import pack_trees
     tree, values, k = case
-    leaf_node, leaf_off, parent, leaf_hi, n_leaves, node_off, sub_height, _ = pack_trees([tree])
+    trees = pack_trees([tree])
     W = values.reshape(-1, 1).copy()
     n = W.shape[0]
     lo, hi = np.array([values.min()]), np.array([values.max()])
-    scratch = lambda: (np.empty(tree.leaf_count + 1), np.empty((5, tree.leaf_count + 1), np.int64),
-                       np.empty(n))
-    deep = np.full_like(sub_height, 2)
+    L = tree.leaf_count + 1
+    scratch = lambda: _kernels.Scratch(np.empty((4, 1)), np.empty(1, np.bool_), np.empty((1, 1)),
+                                       np.empty(n), np.empty(L), np.empty((5, L), np.int64),
+                                       np.empty((2, 1)), np.empty((4, 1)))
+    deep = np.full_like(trees.sub_height, 2)
     results = []
-    for heights in (sub_height, deep):
-        bounds, tscr, buf = scratch()
-        cut, cost = _kernels._tree_cut(W, 0, n, 0, k, 0, leaf_node, leaf_off, parent, leaf_hi,
-                                       n_leaves, heights, node_off, lo, hi, bounds, tscr, buf)
+    for heights in (trees.sub_height, deep):
+        cut, cost = _kernels._tree_cut(W, 0, n, 0, k, 0, trees._replace(sub_height=heights),
+                                       lo, hi, scratch())
         left = int((values <= cut).sum()) if cut == cut else -1
         results.append((left, cost))
     assert results[0] == results[1]

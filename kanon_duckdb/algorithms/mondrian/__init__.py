@@ -35,7 +35,7 @@ from ...qidata import QIData
 from ...taxonomy._lca import lca_nodes
 from ...privacy import spec_of
 from ...privacy.spec import empty_packed
-from ._kernels import mondrian_partition
+from ._kernels import Dims, mondrian_partition
 
 LEAF_ORDER_FALLBACK = True  # measured on Adult (ARX QIs): lower GCP at every k with gain-based ties
 
@@ -57,12 +57,10 @@ def _partition(data: QIData, k: int, leaf_order_fallback: bool, progress=no_prog
     X, scale, tree_of = stack_dimensions(data)
     scale = objectives.weighted_scale(scale, objectives.weight_vector(data))  # weights := only
     trees = data.cat_arrays()
-    leaf_node, leaf_off, parent, leaf_hi, n_leaves, node_off, sub_height, _leaf_lo = trees
     spec = spec_of(data)
     P = spec.packed() if spec is not None else empty_packed(data.n)
-    ec, lo, hi = mondrian_partition(X, int(k), scale, tree_of, leaf_node, leaf_off, parent,
-                                    leaf_hi, n_leaves, sub_height, node_off,
-                                    bool(leaf_order_fallback), interrupt.stop_flag(progress), P)
+    ec, lo, hi = mondrian_partition(X, int(k), Dims(scale, tree_of, bool(leaf_order_fallback)),
+                                    trees, interrupt.stop_flag(progress), P)
     interrupt.check(progress)
     return ec, lo, hi, trees
 

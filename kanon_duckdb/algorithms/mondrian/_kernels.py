@@ -3,7 +3,9 @@
 Data layout: ``W`` float64 (n, d), row-major working copy of the QIs (numeric values, or the leaf
 ordinal of a categorical value) that is permuted together with ``perm`` (original row ids) as
 segments split, so every segment is a contiguous block and all passes read memory sequentially.
-A categorical dimension j has ``tree_of[j] >= 0`` naming its packed tree (see base.pack_trees).
+A categorical dimension j has ``dims.tree_of[j] >= 0`` naming its packed tree. The kernels take
+three bundles besides the rows: :class:`Dims` (per-dimension facts), ``base.PackedTrees`` (the
+taxonomies) and :class:`Scratch` (per-thread buffers).
 
 Work is breadth-first: every round processes all open segments in parallel (``prange``); each
 segment either splits into two contiguous halves of ``W``/``perm`` (in place, disjoint slices, so
@@ -13,6 +15,8 @@ linear time per node, O(n·d·log n) overall. Each block of segments of a round 
 of scratch arrays. Library calls with heavy numba implementations (np.partition, np.argsort,
 np.searchsorted) are replaced by small loops, which keeps the first-call compile short.
 """
+from typing import NamedTuple
+
 import numpy as np
 from numba import prange
 
@@ -22,13 +26,32 @@ from ...taxonomy._lca import lca_of_range as _lca
 from ...privacy._kernels import split_ok
 from ._order_stats import median_stats
 
+class Dims(NamedTuple):
+    """What the kernels know about the dimensions of ``W`` besides their values."""
+    scale: np.ndarray        # float64 (d,): width divisor (numeric: range / weight; categorical:
+    #                          1 / weight; objectives.weighted_scale)
+    tree_of: np.ndarray      # int64 (d,): packed tree of a categorical dimension, -1 if numeric
+    leaf_order_fallback: bool  # categorical: median cut in leaf order when no tree cut is allowable
+
+
+class Scratch(NamedTuple):
+    """Per-thread scratch reused across the segments of a block (small segments allocate nothing)."""
+    seg: np.ndarray     # float64 (4, d): widths, min, max, estimated gain per dimension
+    tried: np.ndarray   # bool (d,)
+    Ws: np.ndarray      # float64 (2*SAMPLE_ROWS+1, d): the strided sample of a large segment
+    buf: np.ndarray     # float64 (>= rows of the longest segment): median selection
+    bounds: np.ndarray  # float64 (max leaves + 1,): tree-cut boundaries
+    tscr: np.ndarray    # int64 (5, max leaves + 1): tree-cut counters
+    phist: np.ndarray   # float64 (2, M + 1): privacy-model histograms of the two sides
+    pscr: np.ndarray    # float64 (4, ...): privacy-model scratch
+
+
 TIE = 0.05  # dimensions within 5 % of the widest normalized width compete on NCP gain
 SAMPLE_ROWS = 128  # segments larger than twice this rank tied dimensions on a strided sample
 
 
 @njit
-def _segment_widths(W, s, e, scale, tree_of, leaf_node, leaf_off, parent, leaf_hi, n_leaves,
-                    node_off, out_w, out_lo, out_hi):
+def _segment_widths(W, s, e, dims, trees, out_w, out_lo, out_hi):
     """Normalized width of each dimension on rows s:e (numeric: span/range; categorical:
     leaves(LCA)/leaves(root), 0 for a single leaf), divided by ``scale[j]`` (numeric: range /
     weight; categorical: 1 / weight, see objectives.weighted_scale). Also returns min/max per
@@ -45,14 +68,15 @@ def _segment_widths(W, s, e, scale, tree_of, leaf_node, leaf_off, parent, leaf_h
     for j in range(d):
         lo = out_lo[j]
         hi = out_hi[j]
-        t = tree_of[j]
+        t = dims.tree_of[j]
         if t < 0:
-            out_w[j] = (hi - lo) / scale[j]
+            out_w[j] = (hi - lo) / dims.scale[j]
         elif hi > lo:
-            lf = leaf_node[leaf_off[t]:leaf_off[t + 1]]
-            no = node_off[t]
-            u = _lca(lf, parent[no:node_off[t + 1]], leaf_hi[no:node_off[t + 1]], int(lo), int(hi))
-            out_w[j] = n_leaves[no + u] / n_leaves[no] / scale[j]
+            lf = trees.leaf_node[trees.leaf_off[t]:trees.leaf_off[t + 1]]
+            no = trees.node_off[t]
+            nx = trees.node_off[t + 1]
+            u = _lca(lf, trees.parent[no:nx], trees.leaf_hi[no:nx], int(lo), int(hi))
+            out_w[j] = trees.n_leaves[no + u] / trees.n_leaves[no] / dims.scale[j]
         else:
             out_w[j] = 0.0
 
@@ -79,26 +103,29 @@ def _side_ncp(n_nonempty, only_child, u, n_leaves, no):
 
 
 @njit
-def _tree_cut(W, s, e, j, k, t, leaf_node, leaf_off, parent, leaf_hi, n_leaves, sub_height,
-              node_off, seg_lo, seg_hi, bounds, tscr, buf):
+def _tree_cut(W, s, e, j, k, t, trees, seg_lo, seg_hi, sc):
     """Cut along the taxonomy between two children of the segment's LCA (all leaves of a child
     stay on one side) and its cost, or (NaN, inf). The two boundaries next to the child holding
     the median row compete on the row-weighted NCP of the two sides (a side left with one child
     drops to that child); if neither is allowable, the most balanced allowable boundary.
     Requires seg_lo[j] < seg_hi[j] (the kernel cuts only dimensions of positive width).
-    ``bounds`` (float64) and ``tscr`` (int64, 5 rows) are scratch of at least leaves+1 columns,
-    ``buf`` of at least e-s. O(e-s + leaves under the LCA); O(e-s) when the LCA's children are
-    leaves (flat trees, the default for a QI without a taxonomy) and outnumber the rows, see
+    ``t`` is the dimension's packed tree (``trees``: ``base.PackedTrees``), ``sc`` a
+    :class:`Scratch`. O(e-s + leaves under the LCA); O(e-s) when the LCA's children are leaves
+    (flat trees, the default for a QI without a taxonomy) and outnumber the rows, see
     ``_leaf_children_cut``."""
-    no = node_off[t]
-    lf = leaf_node[leaf_off[t]:leaf_off[t + 1]]
-    par = parent[no:node_off[t + 1]]
-    lh = leaf_hi[no:node_off[t + 1]]
+    no = trees.node_off[t]
+    nx = trees.node_off[t + 1]
+    lf = trees.leaf_node[trees.leaf_off[t]:trees.leaf_off[t + 1]]
+    par = trees.parent[no:nx]
+    lh = trees.leaf_hi[no:nx]
+    n_leaves = trees.n_leaves
+    bounds = sc.bounds
+    tscr = sc.tscr
     u = _lca(lf, par, lh, int(seg_lo[j]), int(seg_hi[j]))
-    if sub_height[no + u] == 1 and int(seg_hi[j]) - int(seg_lo[j]) >= e - s:
+    if trees.sub_height[no + u] == 1 and int(seg_hi[j]) - int(seg_lo[j]) >= e - s:
         # many leaves, few rows: O(rows) beats the O(rows + leaves) walk below
         return _leaf_children_cut(W, s, e, j, k, n_leaves[no + u] / n_leaves[no], seg_lo, seg_hi,
-                                  buf)
+                                  sc.buf)
     # boundaries = last leaf of each child of u that intersects the segment's leaf range
     kids = tscr[0]
     hist = tscr[1]
@@ -243,8 +270,7 @@ def _median_cut(W, s, e, j, k, seg_lo, seg_hi, scale_j, buf):
 
 
 @njit
-def _choose_cut(W, s, e, j, k, scale, tree_of, leaf_node, leaf_off, parent, leaf_hi, n_leaves,
-                sub_height, node_off, seg_lo, seg_hi, buf, bounds, tscr, leaf_order_fallback):
+def _choose_cut(W, s, e, j, k, dims, trees, seg_lo, seg_hi, sc):
     """Best allowable cut on dimension j (rows with value <= cut go left) and its cost
     (row-weighted NCP of the two sides on dimension j, times the QI's weight through
     ``scale``), or (NaN, inf).
@@ -252,15 +278,14 @@ def _choose_cut(W, s, e, j, k, scale, tree_of, leaf_node, leaf_off, parent, leaf
     Numeric: median cut. Categorical: cut along the taxonomy (children of the LCA); when no such
     cut is allowable and ``leaf_order_fallback`` is set, a median cut in depth-first leaf order.
     """
-    t = tree_of[j]
+    t = dims.tree_of[j]
     if t < 0:
-        return _median_cut(W, s, e, j, k, seg_lo, seg_hi, scale[j], buf)
-    cut, cost = _tree_cut(W, s, e, j, k, t, leaf_node, leaf_off, parent, leaf_hi, n_leaves,
-                          sub_height, node_off, seg_lo, seg_hi, bounds, tscr, buf)
-    if cut == cut or not leaf_order_fallback:
-        return cut, cost / scale[j]  # scale[j] = 1 / the QI's weight
-    cut, _ = _median_cut(W, s, e, j, k, seg_lo, seg_hi, 1.0, buf)
-    return cut, (e - s) * 1.0 / scale[j]  # a leaf-order cut does not shrink the LCA: no gain
+        return _median_cut(W, s, e, j, k, seg_lo, seg_hi, dims.scale[j], sc.buf)
+    cut, cost = _tree_cut(W, s, e, j, k, t, trees, seg_lo, seg_hi, sc)
+    if cut == cut or not dims.leaf_order_fallback:
+        return cut, cost / dims.scale[j]  # scale[j] = 1 / the QI's weight
+    cut, _ = _median_cut(W, s, e, j, k, seg_lo, seg_hi, 1.0, sc.buf)
+    return cut, (e - s) * 1.0 / dims.scale[j]  # a leaf-order cut does not shrink the LCA: no gain
 
 
 @njit
@@ -285,25 +310,23 @@ def _split_in_place(W, perm, j, s, e, cut):
 
 
 @njit
-def _process_segment(W, perm, s, e, k, scale, tree_of, leaf_node, leaf_off, parent, leaf_hi,
-                     n_leaves, sub_height, node_off, leaf_order_fallback, scr, tried, Ws, buf,
-                     bounds, tscr, P, phist, pscr):
+def _process_segment(W, perm, s, e, k, dims, trees, sc, P):
     """Try to split rows s:e; returns the split position or -1 when no allowable cut exists.
     A cut is allowable when both sides have k rows and satisfy every privacy model of ``P``
     (``privacy._kernels.split_ok``, linear in the segment; skipped for k alone).
 
-    Scratch (reused across segments, so small segments allocate nothing): ``scr`` (4, d),
-    ``tried`` (d,), ``Ws`` (2*SAMPLE_ROWS+1, d), ``buf`` (>= e-s), ``bounds``/``tscr`` (tree cuts).
+    ``dims`` (:class:`Dims`), ``trees`` (``base.PackedTrees``), ``sc`` (:class:`Scratch`).
     """
     d = W.shape[1]
     if e - s < 2 * k:
         return -1
-    w = scr[0]
-    lo = scr[1]
-    hi = scr[2]
-    est = scr[3]
-    _segment_widths(W, s, e, scale, tree_of, leaf_node, leaf_off, parent, leaf_hi, n_leaves,
-                    node_off, w, lo, hi)
+    w = sc.seg[0]
+    lo = sc.seg[1]
+    hi = sc.seg[2]
+    est = sc.seg[3]
+    tried = sc.tried
+    Ws = sc.Ws
+    _segment_widths(W, s, e, dims, trees, w, lo, hi)
     tried[:] = False
     n = e - s
     # Large segments rank tied dimensions on a strided sample (cheap), then cut exactly.
@@ -332,9 +355,7 @@ def _process_segment(W, perm, s, e, k, scale, tree_of, leaf_node, leaf_off, pare
         if n_tied > 1 and stride > 1:
             for jj in range(d):
                 if est[jj] == est[jj]:
-                    cut, cost = _choose_cut(Ws, 0, m, jj, ks, scale, tree_of, leaf_node, leaf_off,
-                                            parent, leaf_hi, n_leaves, sub_height, node_off, lo, hi, buf,
-                                            bounds, tscr, leaf_order_fallback)
+                    cut, cost = _choose_cut(Ws, 0, m, jj, ks, dims, trees, lo, hi, sc)
                     est[jj] = m * w[jj] - cost if cut == cut else -np.inf
             for _ in range(n_tied):  # exact cuts in order of estimated gain; first allowable wins
                 jbest = -1
@@ -342,10 +363,8 @@ def _process_segment(W, perm, s, e, k, scale, tree_of, leaf_node, leaf_off, pare
                     if est[jj] == est[jj] and not tried[jj] and (jbest < 0 or est[jj] > est[jbest]):
                         jbest = jj
                 tried[jbest] = True
-                cut, cost = _choose_cut(W, s, e, jbest, k, scale, tree_of, leaf_node, leaf_off,
-                                        parent, leaf_hi, n_leaves, sub_height, node_off, lo, hi, buf,
-                                        bounds, tscr, leaf_order_fallback)
-                if cut == cut and split_ok(W, perm, s, e, jbest, cut, P, phist, pscr):
+                cut, cost = _choose_cut(W, s, e, jbest, k, dims, trees, lo, hi, sc)
+                if cut == cut and split_ok(W, perm, s, e, jbest, cut, P, sc.phist, sc.pscr):
                     return _split_in_place(W, perm, jbest, s, e, cut)
             continue
         best_j = -1
@@ -355,11 +374,9 @@ def _process_segment(W, perm, s, e, k, scale, tree_of, leaf_node, leaf_off, pare
             if est[jj] != est[jj]:
                 continue
             tried[jj] = True
-            cut, cost = _choose_cut(W, s, e, jj, k, scale, tree_of, leaf_node, leaf_off, parent,
-                                    leaf_hi, n_leaves, sub_height, node_off, lo, hi, buf, bounds, tscr,
-                                    leaf_order_fallback)
+            cut, cost = _choose_cut(W, s, e, jj, k, dims, trees, lo, hi, sc)
             if cut == cut and n * w[jj] - cost > best_gain \
-                    and split_ok(W, perm, s, e, jj, cut, P, phist, pscr):
+                    and split_ok(W, perm, s, e, jj, cut, P, sc.phist, sc.pscr):
                 best_gain = n * w[jj] - cost
                 best_j = jj
                 best_cut = cut
@@ -371,8 +388,7 @@ CHUNKS = 64  # segments of one round are handed out in this many blocks, each wi
 
 
 @njit_parallel
-def mondrian_partition(W, k, scale, tree_of, leaf_node, leaf_off, parent, leaf_hi, n_leaves, sub_height,
-                       node_off, leaf_order_fallback, stop, P):
+def mondrian_partition(W, k, dims, trees, stop, P):
     """Strict Mondrian. W (n, d) IN, permuted in place (scratch). Returns (ec int64 (n,), classes
     numbered 0..C-1; lo, hi float64 (C, d): per class and dimension the smallest and largest
     value of W, read from the class's contiguous block, so no scatter pass is needed).
@@ -385,8 +401,8 @@ def mondrian_partition(W, k, scale, tree_of, leaf_node, leaf_off, parent, leaf_h
     n = W.shape[0]
     d = W.shape[1]
     max_leaves = 1
-    for t in range(leaf_off.size - 1):
-        max_leaves = max(max_leaves, leaf_off[t + 1] - leaf_off[t])
+    for t in range(trees.leaf_off.size - 1):
+        max_leaves = max(max_leaves, trees.leaf_off[t + 1] - trees.leaf_off[t])
     perm = np.arange(n).astype(np.int64)
     seg_s = np.zeros(1, dtype=np.int64)
     seg_e = np.full(1, n, dtype=np.int64)
@@ -405,19 +421,13 @@ def mondrian_partition(W, k, scale, tree_of, leaf_node, leaf_off, parent, leaf_h
             longest = 1
             for i in range(a, b):
                 longest = max(longest, seg_e[i] - seg_s[i])
-            scr = np.empty((4, d))
-            tried = np.empty(d, dtype=np.bool_)
-            Ws = np.empty((2 * SAMPLE_ROWS + 1, d))
-            buf = np.empty(longest)
-            bounds = np.empty(max_leaves + 1)
-            tscr = np.empty((5, max_leaves + 1), dtype=np.int64)
-            phist = np.empty((2, P[5].shape[0] + 1))
-            pscr = np.empty((4, max(P[5].shape[0], P[6].shape[0]) + 1))
+            sc = Scratch(np.empty((4, d)), np.empty(d, dtype=np.bool_),
+                         np.empty((2 * SAMPLE_ROWS + 1, d)), np.empty(longest),
+                         np.empty(max_leaves + 1), np.empty((5, max_leaves + 1), dtype=np.int64),
+                         np.empty((2, P[5].shape[0] + 1)),
+                         np.empty((4, max(P[5].shape[0], P[6].shape[0]) + 1)))
             for i in range(a, b):
-                split[i] = _process_segment(W, perm, seg_s[i], seg_e[i], k, scale, tree_of,
-                                            leaf_node, leaf_off, parent, leaf_hi, n_leaves, sub_height,
-                                            node_off, leaf_order_fallback, scr, tried, Ws, buf,
-                                            bounds, tscr, P, phist, pscr)
+                split[i] = _process_segment(W, perm, seg_s[i], seg_e[i], k, dims, trees, sc, P)
         n_open = 0
         for i in range(m):
             if split[i] < 0:
