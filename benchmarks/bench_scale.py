@@ -7,8 +7,16 @@ Prints, per size (``--sizes``, default 1e6) on the 8-QI mixed synthetic table of
   ``CREATE TABLE .. AS FROM k_anonymize(..)`` (clustering algorithms partition-then-cluster
   with their defaults: blocks of about 1,000-2,000 rows above 50,000 rows), GCP through the SQL
   ``gcp()`` macro, GCP relative to Mondrian's in the same run, blocks used (kanon_runs.details);
-- lattice ``optimal`` (1 % suppression) seconds next to DuckDB's own ``GROUP BY`` of the QIs
-  (``--lattice``).
+- lattice ``optimal`` (1 % suppression, ``--lattice``): seconds of the run (``kanon_runs.
+  elapsed_s``: histogram ``GROUP BY`` + search + published classes) and of the whole
+  ``CREATE TABLE .. AS FROM k_anonymize(..)`` (the row-level join included), next to DuckDB's own
+  ``CREATE TABLE g AS SELECT <QIs>, count(*) FROM synth GROUP BY ALL`` in the same run; the
+  distinct tuples and nodes evaluated; ``--adult`` adds Adult (ARX QIs, k = 10, 1 %);
+- Spark (``--spark``, PySpark in local[2]): ``kanon_duckdb.spark.k_anonymize`` Mondrian on the
+  same table read from Parquet, written to Parquet: seconds, partitions, GCP through the SQL
+  ``gcp()`` macro (the Spark output is loaded into DuckDB and measured under the single-machine
+  run's record: same QIs, trees and global ranges) and its difference to the single-machine
+  Mondrian GCP in points, peak RSS of the JVM and of the largest Python worker (sampled).
 
 Each run happens in this process after one warm-up on 2,000 rows (compiles excluded). Run it
 under ``flock /tmp/kanon-bench.lock`` on a shared machine and say so with the figures.
@@ -47,23 +55,145 @@ def run_algo(con, algo, k, extra=""):
     return secs, gcp, details
 
 
+def lattice_row(con, table, qi, k, n_label):
+    """Time optimal (1 % suppression) on ``table`` next to DuckDB's GROUP BY of the QIs."""
+    cols = ", ".join(qi)
+    t0 = time.perf_counter()
+    con.execute(f"CREATE OR REPLACE TABLE g AS SELECT {cols}, count(*) c FROM {table} GROUP BY ALL")
+    gb = time.perf_counter() - t0
+    distinct = con.execute("SELECT count(*) FROM g").fetchall()[0][0]
+    q = "[" + ", ".join(f"'{c}'" for c in qi) + "]"
+    t0 = time.perf_counter()
+    con.execute(f"CREATE OR REPLACE TABLE out AS FROM k_anonymize('{table}', k := {k}, "
+                f"algo := 'optimal', qi := {q}, max_suppression := 0.01)")
+    total = time.perf_counter() - t0
+    run_s, det = con.execute("SELECT elapsed_s, details FROM kanon_runs WHERE run_id = "
+                             "(SELECT max(kanon_run) FROM out)").fetchall()[0]
+    det = json.loads(det or "{}")
+    gcp = con.execute("SELECT gcp('out')").fetchall()[0][0]
+    print(f"{n_label:>10} {'optimal':>9} run {run_s:7.2f} s = {run_s / gb:4.1f}x GROUP BY "
+          f"{gb:.2f} s; with output {total:.2f} s; {distinct:,} distinct tuples, "
+          f"{det.get('n_evaluated')} nodes grouped, GCP {100 * gcp:.2f} %", flush=True)
+
+
+class RssSampler:
+    """Peak RSS (MB) of this process's descendants, sampled every 0.2 s from /proc: the JVM
+    and the Python workers of Spark local mode."""
+
+    def __init__(self):
+        import os
+        import threading
+        self.peak = {}
+        self.names = {}
+        self._stop = threading.Event()
+        self._root = os.getpid()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _children(self):
+        import os
+        kids = {}
+        for pid in os.listdir("/proc"):
+            if pid.isdigit():
+                try:
+                    with open(f"/proc/{pid}/stat") as f:
+                        kids[int(pid)] = int(f.read().rsplit(")", 1)[1].split()[1])
+                except OSError:
+                    pass
+        out, todo = [], [self._root]
+        while todo:
+            p = todo.pop()
+            for c, parent in kids.items():
+                if parent == p:
+                    out.append(c)
+                    todo.append(c)
+        return out
+
+    def _run(self):
+        while not self._stop.wait(0.2):
+            for pid in self._children():
+                try:
+                    with open(f"/proc/{pid}/status") as f:
+                        st = f.read()
+                    with open(f"/proc/{pid}/cmdline") as f:
+                        cmd = f.read().replace("\0", " ")
+                except OSError:
+                    continue
+                rss = int(st.split("VmRSS:")[1].split()[0]) / 1024 if "VmRSS:" in st else 0
+                self.peak[pid] = max(self.peak.get(pid, 0), rss)
+                self.names[pid] = "jvm" if "java" in cmd.split(" ")[0] else "python"
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join()
+        jvm = max([v for p, v in self.peak.items() if self.names[p] == "jvm"] or [0])
+        py = max([v for p, v in self.peak.items() if self.names[p] == "python"] or [0])
+        return jvm, py
+
+
+def spark_row(con, n, k, partition_rows, tmp):
+    """Spark local[2] Mondrian on the synthetic table vs the single-machine run."""
+    import os
+
+    from pyspark.sql import SparkSession
+
+    from kanon_duckdb.spark import k_anonymize as spark_k_anonymize
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    src, dst = f"{tmp}/synth.parquet", f"{tmp}/spark_out.parquet"
+    con.execute(f"COPY synth TO '{src}' (FORMAT parquet)")
+    base_secs, base_gcp, _ = run_algo(con, "mondrian", k)
+    run_id = con.execute("SELECT max(kanon_run) FROM out").fetchall()[0][0]
+    sampler = RssSampler()
+    spark = (SparkSession.builder.master("local[2]").appName("bench_scale")
+             .config("spark.driver.memory", "6g").config("spark.ui.enabled", "false")
+             .config("spark.sql.shuffle.partitions", "8").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        df = spark.read.parquet(src)
+        info = {}
+        t0 = time.perf_counter()
+        out = spark_k_anonymize(df, k, SYNTH_QI, partition_rows=partition_rows, info=info)
+        out.write.mode("overwrite").parquet(dst)
+        secs = time.perf_counter() - t0
+    finally:
+        spark.stop()
+        jvm, py = sampler.stop()
+    con.execute(f"CREATE OR REPLACE TABLE spark_out AS SELECT * REPLACE ({run_id}::BIGINT AS "
+                f"kanon_run) FROM read_parquet('{dst}/*.parquet')")
+    rows, ok = con.execute("SELECT count(*), min(ec_size) >= {k} FROM spark_out".format(k=k)).fetchall()[0]
+    gcp = con.execute("SELECT gcp('spark_out')").fetchall()[0][0]
+    print(f"{n:>10} {'spark':>9} {secs:8.2f} {100 * gcp:7.2f} GCP {100 * (gcp - base_gcp):+.2f} points "
+          f"vs one machine ({100 * base_gcp:.2f} %, {base_secs:.2f} s); {info['partitions']} "
+          f"partitions, {info['levels']} levels in Spark, rows {rows:,}, k held: {ok}; "
+          f"peak RSS JVM {jvm:.0f} MB, largest Python worker {py:.0f} MB", flush=True)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="1e6")
     ap.add_argument("--algos", default="mondrian,kmember,kab")
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--lattice", action="store_true", help="also time optimal vs GROUP BY")
+    ap.add_argument("--adult", action="store_true", help="optimal on Adult vs GROUP BY")
+    ap.add_argument("--spark", action="store_true", help="Spark local[2] Mondrian vs one machine")
+    ap.add_argument("--partition-rows", type=int, default=1_000_000,
+                    help="Spark: largest partition per kernel call")
     a = ap.parse_args(argv)
     con = kanon_duckdb.connect()
     con.execute(SYNTH_SQL.format(n=2000))
-    for algo in a.algos.split(","):
+    algos = [x for x in a.algos.split(",") if x]
+    for algo in algos + (["optimal"] if a.lattice or a.adult else []):
         run_algo(con, algo, a.k)  # warm-up (compiles excluded from the figures)
     print("machine: 2 cores, shared with other jobs (times are noisy)")
+    if a.adult:
+        kanon_duckdb.load_example(con, "adult")
+        lattice_row(con, "adult", ["age", "education", "workclass", "marital_status", "occupation",
+                                   "race", "sex", "native_country"], a.k, "adult")
     print(f"{'rows':>10} {'algo':>9} {'seconds':>8} {'GCP %':>7} {'vs mondrian':>11} {'blocks':>7}")
     for n in (int(float(s)) for s in a.sizes.split(",")):
         con.execute(SYNTH_SQL.format(n=n))
         base = None
-        for algo in a.algos.split(","):
+        for algo in algos:
             secs, gcp, det = run_algo(con, algo, a.k)
             if algo == "mondrian":
                 base = gcp
@@ -71,13 +201,11 @@ def main(argv=None):
             print(f"{n:>10} {algo:>9} {secs:>8.2f} {100 * gcp:>7.2f} {rel:>11} "
                   f"{det.get('blocks', '-')!s:>7}", flush=True)
         if a.lattice:
-            cols = ", ".join(SYNTH_QI)
-            t0 = time.perf_counter()
-            con.execute(f"CREATE OR REPLACE TABLE g AS SELECT {cols}, count(*) c FROM synth GROUP BY ALL")
-            gb = time.perf_counter() - t0
-            secs, gcp, _det = run_algo(con, "optimal", a.k, ", max_suppression := 0.01")
-            print(f"{n:>10} {'optimal':>9} {secs:>8.2f} {100 * gcp:>7.2f}   GROUP BY {gb:.2f} s "
-                  f"= {secs / gb:.1f}x", flush=True)
+            lattice_row(con, "synth", SYNTH_QI, a.k, str(n))
+        if a.spark:
+            import tempfile
+            with tempfile.TemporaryDirectory() as tmp:
+                spark_row(con, n, a.k, a.partition_rows, tmp)
     print(f"peak RSS {peak_rss_mb():.0f} MB")
     con.close()
 
