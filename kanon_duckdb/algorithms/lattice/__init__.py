@@ -2,7 +2,10 @@
 
 Global recoding: one generalization level per QI, so a value maps to the same ancestor on every
 row; rows left in classes smaller than k are suppressed (published fully generalized, flagged)
-when at most ``max_suppression`` (a fraction of the rows) are. Searches share one evaluator
+when at most ``max_suppression`` (a fraction of the rows) are. The data is the histogram of
+distinct (QI, sensitive) tuples (``QIData.counts``, read by DuckDB's GROUP BY: the orchestrator
+asks for it for this family), so the cost grows with the distinct tuples, not the rows; every
+count (suppression, losses, models) is in rows. Searches share one evaluator
 (``checker.NodeChecker``) and never touch DuckDB:
 
 - ``optimal``  exact minimum-loss node (OLA / Flash-style pruning), ``optimal.py``
