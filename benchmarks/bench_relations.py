@@ -5,8 +5,11 @@
    - parquet:    ``COPY (FROM k_anonymize('<in>.parquet', ...)) TO '<out>.parquet'``
    - base table: the same Parquet loaded into an in-memory table first (not timed), then
      ``COPY (FROM k_anonymize('synth', ...)) TO '<out>.parquet'``
-   Prints seconds (median of --repeat runs), their ratio, peak RSS of the process and RSS before
-   the timed statement (the base-table path holds the table in memory, the Parquet path does not).
+   Prints wall seconds and CPU seconds (user + system, all threads; steadier than wall time on
+   a shared machine) of the timed statement (median of --repeat runs), their ratios, peak RSS of
+   the child process (VmHWM) and its peak before the timed statement (the base-table path holds
+   the table in memory, the Parquet path does not). Each child first warms numba through the
+   same kind of relation it times, so no compile lands in the timed statement.
 2. Adult (30,162 rows, the demo's 8 QIs), mondrian k=10: seconds of the whole SQL statement
    ``FROM k_anonymize('adult', ...)`` (fetched) vs ``anonymize()``'s own time recorded in
    kanon_runs.elapsed_s, median of --repeat runs, and the Python API on the same table.
@@ -31,6 +34,15 @@ from bench_mondrian import ADULT_DEMO_QI, SYNTH_QI, SYNTH_SQL  # noqa: E402
 
 
 def peak_rss_mb() -> float:
+    """Peak RSS of this process image: VmHWM on Linux (ru_maxrss would also count the parent's
+    memory at fork time, which holds the generated table), else ru_maxrss."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
