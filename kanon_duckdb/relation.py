@@ -22,7 +22,9 @@ DuckDB limitation for the SQL macros, each step verified on DuckDB 2.0:
 - the SQL that ``__kanon_sql`` returns is bound in the caller's connection and could read the
   rows, but its columns must be known when it is written, at bind time, and nothing can carry
   a TEMP table's columns there: a table function's arguments cannot contain subqueries
-  ("Table function cannot contain subqueries"), and DuckDB's Python API has no table functions.
+  ("Table function cannot contain subqueries") nor columns of a lateral join ("query does not
+  support lateral join column parameters", so not even ``typeof(t.c)``), and DuckDB's Python
+  API has no table functions.
 
 The error says so and names the fix: the Python API ``kanon_duckdb.anonymize('name', con=con)``
 reads through the caller's own connection and takes them (``allow_temp=True`` is for that
