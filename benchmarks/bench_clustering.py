@@ -7,12 +7,17 @@ and the time ratio to Mondrian at the same k.
     python benchmarks/bench_clustering.py                       # Adult, k = 10, all local algorithms
     python benchmarks/bench_clustering.py --k 2,5,10,25,50,100 --algos mondrian,kmember,oka,ika
     python benchmarks/bench_clustering.py --synthetic 100000 --k 10 --algos mondrian,oka,ika
+    python benchmarks/bench_clustering.py --hospital --no-adult --k 2,5,10,25,50,100 \
+        --algos mondrian,cof_mondrian,kmember,bottomup    # the generated hospital table
 
 Metrics (DESIGN.md): GCP = sum_e |e| * mean_j NCP_j(e) / N (leaf-count NCP); GenTotal-IL =
 sum_e |e| * (sum numeric span/range + sum categorical height(LCA)/height(tree)) / (N * d);
 DM = sum_e |e|^2; C_avg = (N / |E|) / k; CM = share of rows whose income is not their class's
 majority income. Adult QIs (the demo's numeric/categorical split): age, education_num numeric;
-workclass, marital_status, occupation, race, sex, native_country categorical.
+workclass, marital_status, occupation, race, sex, native_country categorical. ``--hospital``:
+the generated ``hospital`` example (kanon_duckdb/hospital_data.py: 40,000 rows, age and
+length_of_stay numeric, sex, zip (6-level masking tree), diagnosis (ICD-style 3 levels),
+admission_type, insurance categorical; CM on ``outcome``).
 """
 from __future__ import annotations
 
@@ -26,8 +31,8 @@ ADULT_QI = ["age", "education_num", "workclass", "marital_status", "occupation",
             "native_country"]
 
 
-def load_adult():
-    """(QIData with extra['income'], income labels as an int array)."""
+def load_adult(name="adult", qi=ADULT_QI, label="income"):
+    """(QIData with extra[label], the label column as an int array) of example ``name``."""
     import duckdb
 
     import kanon_duckdb
@@ -35,12 +40,12 @@ def load_adult():
 
     con = duckdb.connect()
     try:
-        kanon_duckdb.load_example(con, "adult")
-        plan = plan_qis(con, "adult", ADULT_QI)
-        _rowid, data = encode(con, plan, extra_columns=["income"])
+        kanon_duckdb.load_example(con, name)
+        plan = plan_qis(con, name, qi)
+        _rowid, data = encode(con, plan, extra_columns=[label])
     finally:
         con.close()
-    income = data.extra["income"]
+    income = data.extra[label]
     income = income.combine_chunks() if hasattr(income, "combine_chunks") else income
     labels = np.unique(np.asarray(income.to_pylist(), dtype=object).astype(str), return_inverse=True)[1]
     return data, labels
@@ -127,6 +132,7 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--synthetic", type=int, default=0, help="also run a synthetic table of N rows")
     ap.add_argument("--no-adult", action="store_true")
+    ap.add_argument("--hospital", action="store_true", help="also run the generated hospital table")
     args = ap.parse_args(argv)
     reg = registry()
     names = [a for a in args.algos.split(",") if a] or \
@@ -136,6 +142,9 @@ def main(argv=None):
     sets = []
     if not args.no_adult:
         sets.append(("adult",) + load_adult())
+    if args.hospital:
+        from kanon_duckdb.hospital_data import QI as HOSPITAL_QI
+        sets.append(("hospital",) + load_adult("hospital", HOSPITAL_QI, "outcome"))
     if args.synthetic:
         sets.append((f"synthetic{args.synthetic}",) + synthetic(args.synthetic, args.seed))
     hdr = f"{'data':<18}{'algo':<14}{'k':>4}{'seconds':>9}{'x mondr':>8}{'GCP':>8}{'GenTIL':>8}" \

@@ -1,10 +1,23 @@
-"""Start-up split (issue 14 item 3), each in a fresh process with numba's cache warm.
+"""Start-up and fixed per-statement overhead (issue 14 items 2 and 3).
 
-Prints median seconds over ``--repeat`` processes of: ``import kanon_duckdb``, ``connect()``,
-``load_example(con, 'adult')``, the first ``k_anonymize`` (Adult, k = 10, mondrian, 8 QIs,
-``SELECT count(*)``) and a second one; once with the background preload of ``connect()``
-(default) and once with ``KANON_DUCKDB_PRELOAD=0``. Run ``kanon-duckdb warmup --algos mondrian``
-first so nothing compiles. On a shared machine run it under ``flock /tmp/kanon-bench.lock``.
+Three sections, each measured in fresh processes of this interpreter:
+
+1. Start-up split, numba's cache warm: median seconds over ``--repeat`` processes of
+   ``import kanon_duckdb``, ``connect()``, ``load_example(con, 'adult')``, the first
+   ``k_anonymize`` (Adult, k = 10, mondrian, 8 QIs, ``SELECT count(*)``) and a second one; once
+   with the background preload of ``connect()`` (default) and once with
+   ``KANON_DUCKDB_PRELOAD=0``. Run ``kanon-duckdb warmup --algos mondrian`` first so nothing
+   compiles.
+2. Fixed overhead on Adult (30,162 rows, the demo's 8 QIs: age, education_num numeric), k = 10,
+   ``mondrian`` and ``optimal`` (0 % suppression): the whole statement
+   ``CREATE OR REPLACE TABLE o AS FROM k_anonymize(...)`` against ``anonymize()``'s own time
+   (``kanon_runs.elapsed_s``), wall and CPU seconds (process CPU, all threads: less noisy on a
+   shared machine), median of ``--repeat`` statements in one process; and the same output
+   fetched to Python (``fetchall``) next to ``SELECT * FROM adult`` fetched the same way.
+3. ``--cold``: the demo's default path (``run_demo(ks=[10])``: mondrian, Adult, the SQL metrics)
+   in a process whose numba cache is an empty directory (``NUMBA_CACHE_DIR``), wall and CPU.
+
+On a shared machine run it under ``flock /tmp/kanon-bench.lock``; the figures name the table.
 """
 from __future__ import annotations
 
@@ -14,10 +27,11 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CHILD = r"""
+SPLIT = r"""
 import json, time
 t0 = time.perf_counter()
 import kanon_duckdb
@@ -36,28 +50,94 @@ print(json.dumps({"import": t1 - t0, "connect": t2 - t1, "load_example": t3 - t2
                   "first call": t4 - t3, "second call": t5 - t4}))
 con.close()
 """
+OVERHEAD = r"""
+import json, statistics, sys, time
+import kanon_duckdb
+from kanon_duckdb.demo import DEFAULT_QI, k_anonymize_sql
+algo, repeat = sys.argv[1], int(sys.argv[2])
+con = kanon_duckdb.connect()
+kanon_duckdb.load_example(con)
+sql = k_anonymize_sql("adult", 10, algo, DEFAULT_QI)
+ctas = "CREATE OR REPLACE TABLE o AS " + sql
+for _ in range(2):
+    con.execute(ctas)
+def clock():
+    return time.perf_counter(), time.process_time()
+rows = {"stmt": [], "stmt_cpu": [], "inner": [], "fetch": [], "fetch_src": []}
+for _ in range(repeat):
+    w, c = clock()
+    con.execute(ctas)
+    w2, c2 = clock()
+    rows["stmt"].append(w2 - w)
+    rows["stmt_cpu"].append(c2 - c)
+    rows["inner"].append(con.execute("SELECT elapsed_s FROM kanon_runs ORDER BY run_id DESC "
+                                     "LIMIT 1").fetchall()[0][0])
+    w, _ = clock()
+    con.execute(sql).fetchall()
+    rows["fetch"].append(clock()[0] - w)
+    w, _ = clock()
+    con.execute("SELECT * FROM adult").fetchall()
+    rows["fetch_src"].append(clock()[0] - w)
+# anonymize()'s CPU: the Python call alone (no output statement), same process
+from kanon_duckdb.anonymize import anonymize
+cpu = []
+for _ in range(repeat):
+    _w, c = clock()
+    anonymize(con, "adult", k=10, algo=algo, qi=DEFAULT_QI, record=False)
+    cpu.append(clock()[1] - c)
+rows["inner_cpu"] = cpu
+print(json.dumps({k: statistics.median(v) for k, v in rows.items()}))
+con.close()
+"""
+COLD = r"""
+import io, json, time
+t0, c0 = time.perf_counter(), time.process_time()
+from kanon_duckdb.demo import run_demo
+run_demo(ks=[10], out=io.StringIO())
+print(json.dumps({"wall": time.perf_counter() - t0, "cpu": time.process_time() - c0}))
+"""
 
 
-def measure(preload: bool, repeat: int) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "KANON_DUCKDB_PRELOAD": "1" if preload else "0"}
-    runs = []
-    for _ in range(repeat):
-        out = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True,
-                             text=True, check=True)
-        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+def child(code: str, args=(), **env) -> dict:
+    full = {**os.environ, "PYTHONPATH": str(ROOT), **env}
+    out = subprocess.run([sys.executable, "-c", code, *map(str, args)], env=full,
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def split(preload: bool, repeat: int) -> dict:
+    runs = [child(SPLIT, KANON_DUCKDB_PRELOAD="1" if preload else "0") for _ in range(repeat)]
     return {key: statistics.median(r[key] for r in runs) for key in runs[0]}
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--cold", action="store_true", help="also time the demo with an empty numba cache")
+    ap.add_argument("--skip-split", action="store_true")
     a = ap.parse_args(argv)
-    print("seconds, median of", a.repeat, "fresh processes (machine: 2 cores, shared)")
-    rows = {"preload on": measure(True, a.repeat), "preload off": measure(False, a.repeat)}
-    keys = list(next(iter(rows.values())))
-    print(f"{'':12}" + "".join(f"{k:>14}" for k in keys))
-    for name, r in rows.items():
-        print(f"{name:12}" + "".join(f"{r[k]:>14.3f}" for k in keys))
+    if not a.skip_split:
+        print(f"1. start-up split, seconds, median of {a.repeat} fresh processes (Adult, k = 10, "
+              f"mondrian, 8 QIs; numba cache warm; machine: 2 cores, shared)")
+        rows = {"preload on": split(True, a.repeat), "preload off": split(False, a.repeat)}
+        keys = list(next(iter(rows.values())))
+        print(f"{'':12}" + "".join(f"{k:>14}" for k in keys))
+        for name, r in rows.items():
+            print(f"{name:12}" + "".join(f"{r[k]:>14.3f}" for k in keys))
+    print(f"\n2. fixed overhead: Adult (30,162 rows, demo QIs), k = 10, median of {a.repeat} "
+          f"statements; CREATE TABLE AS FROM k_anonymize(...) vs anonymize()'s own time")
+    print(f"{'algo':<10}{'stmt s':>8}{'inner s':>9}{'ratio':>7}{'stmt cpu':>10}{'inner cpu':>10}"
+          f"{'cpu ratio':>10}{'fetchall s':>11}{'adult fetchall s':>17}")
+    for algo in ("mondrian", "optimal"):
+        r = child(OVERHEAD, (algo, a.repeat))
+        print(f"{algo:<10}{r['stmt']:>8.3f}{r['inner']:>9.3f}{r['stmt'] / r['inner']:>7.2f}"
+              f"{r['stmt_cpu']:>10.3f}{r['inner_cpu']:>10.3f}{r['stmt_cpu'] / r['inner_cpu']:>10.2f}"
+              f"{r['fetch']:>11.3f}{r['fetch_src']:>17.3f}")
+    if a.cold:
+        with tempfile.TemporaryDirectory() as cache:
+            r = child(COLD, NUMBA_CACHE_DIR=cache, KANON_DUCKDB_PRELOAD="0")
+        print(f"\n3. cold compile: demo default path (mondrian, Adult, k = 10) with an empty numba "
+              f"cache: {r['wall']:.1f} s wall, {r['cpu']:.1f} s CPU")
 
 
 if __name__ == "__main__":

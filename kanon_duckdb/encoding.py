@@ -31,7 +31,7 @@ from .published import check_output_names
 from .errors import DataError, InvalidParameterError, UnknownObjectError
 from .relation import Source, resolve_source
 from .sqlutil import quote_ident
-from .taxonomy.store import read_tree_of, taxonomy_attrs, validate_coverage
+from .taxonomy.store import read_indexes, resolve_tree_attr, taxonomy_attrs, validate_coverage
 from .taxonomy.tree import flat_index
 
 _INT_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
@@ -203,12 +203,15 @@ def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False,
         encoded = list(pool.map(lambda col: pc.dictionary_encode(col.combine_chunks()), cat_cols))
     cat = np.empty((n, dc), dtype=np.int32)
     trees, tree_attrs, attrs = [], {}, taxonomy_attrs(con)
+    chosen = {c: resolve_tree_attr(con, c, plan.table, taxonomies, attrs) for c in plan.categorical}
+    indexes = read_indexes(con, chosen.values())  # every tree in one query
     for j, c in enumerate(plan.categorical):
         enc = encoded[j]
         values = enc.dictionary.to_pylist()
         codes = enc.indices.fill_null(len(values)).to_numpy()
         counts = np.bincount(codes, weights=row_counts, minlength=len(values) + 1).astype(np.int64)
-        attr, tree = read_tree_of(con, c, plan.table, taxonomies, attrs)
+        attr = chosen[c]
+        tree = indexes.get(attr) if attr is not None else None
         if attr is not None:
             tree_attrs[c] = attr
         if tree is None:
@@ -406,8 +409,11 @@ def attach_numeric_trees(con, plan: QIPlan, data: QIData, taxonomies=None) -> QI
     leaf = np.full((data.n, data.dn), -1, dtype=np.int32)
     attrs = taxonomy_attrs(con)
     tree_attrs = dict(data.tree_attrs)
+    chosen = {c: resolve_tree_attr(con, c, plan.table, taxonomies, attrs) for c in plan.numeric}
+    indexes = read_indexes(con, chosen.values())  # every tree in one query
     for j, c in enumerate(plan.numeric):
-        attr, tree = read_tree_of(con, c, plan.table, taxonomies, attrs)
+        attr = chosen[c]
+        tree = indexes.get(attr) if attr is not None else None
         if tree is None:
             continue
         tree_attrs[c] = attr

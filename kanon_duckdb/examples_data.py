@@ -62,7 +62,7 @@ EDUCATION_NUM_EDGES = (
     + [(g, _EDU_L2[g]) for g, _ in _EDU_L1]
     + [(p, "*") for p in ("1-8", "9-12", "13-16")] + [("*", None)])
 
-EXAMPLES = ("adult",)
+EXAMPLES = ("adult", "hospital")  # hospital: generated, see hospital_data
 
 
 def data_dir(name: str = "adult"):
@@ -136,11 +136,12 @@ def _adult_taxonomies(con) -> None:
                     f"SELECT attr, child, parent FROM read_parquet(?)", [str(path)])
 
 
-def _check_adult_coverage(con) -> None:
-    """One SQL pass: every non-NULL value of every Adult column is a leaf of its tree."""
-    cols = ", ".join(f"CAST({c} AS VARCHAR) AS {c}" for c in ADULT_COLUMNS)
+def _check_adult_coverage(con, table: str = "adult", columns=ADULT_COLUMNS) -> None:
+    """One SQL pass: every non-NULL value of every column of the example ``table`` is a leaf of
+    its tree."""
+    cols = ", ".join(f"CAST({c} AS VARCHAR) AS {c}" for c in columns)
     bad = con.execute(
-        f"WITH v AS (SELECT DISTINCT attr, value FROM (UNPIVOT (SELECT {cols} FROM adult) "
+        f"WITH v AS (SELECT DISTINCT attr, value FROM (UNPIVOT (SELECT {cols} FROM {table}) "
         f"ON COLUMNS(*) INTO NAME attr VALUE value)), "
         f"leaves AS (SELECT attr, child FROM {store.TABLE} t WHERE NOT EXISTS ("
         f"SELECT 1 FROM {store.TABLE} u WHERE u.attr = t.attr AND u.parent = t.child)) "
@@ -159,6 +160,8 @@ def load_example(con, name: str = "adult") -> int:
         raise InvalidParameterError(
             f"unknown example data set {name!r}; valid names: {', '.join(EXAMPLES)}")
     store.ensure_taxonomy_table(con)
+    if name == "hospital":
+        return _load_hospital(con)
     with store.transaction(con):
         with resources.as_file(data_dir("adult") / TABLE_FILE) as path:
             con.execute("CREATE OR REPLACE TABLE adult AS SELECT * FROM read_parquet(?)", [str(path)])
@@ -166,6 +169,33 @@ def load_example(con, name: str = "adult") -> int:
         _check_adult_coverage(con)
         n = con.execute("SELECT count(*) FROM adult").fetchall()[0][0]
     return int(n)
+
+
+def _load_hospital(con) -> int:
+    """Table ``hospital`` and its trees (kanon_duckdb.hospital_data), generated in-process."""
+    import pyarrow as pa
+
+    from . import hospital_data
+    table = hospital_data.rows()
+    edges = hospital_data.taxonomy_edges(table)
+    arrow = pa.table({c: table[c] for c in hospital_data.COLUMNS})
+    attrs = sorted({a for a, _c, _p in edges})
+    tax = pa.table({"attr": [e[0] for e in edges], "child": [e[1] for e in edges],
+                    "parent": [e[2] for e in edges]})
+    view, tview = "__kanon_hospital_src", "__kanon_hospital_tax"
+    con.register(view, arrow)
+    con.register(tview, tax)
+    try:
+        with store.transaction(con):
+            con.execute(f"CREATE OR REPLACE TABLE hospital AS SELECT * FROM {view}")
+            con.execute(f"DELETE FROM {store.TABLE} WHERE attr IN (SELECT unnest(?))", [attrs])
+            con.execute(f"INSERT INTO {store.TABLE} (attr, child, parent) "
+                        f"SELECT attr, child, parent FROM {tview}")
+            _check_adult_coverage(con, "hospital", hospital_data.COLUMNS)
+    finally:
+        con.unregister(view)
+        con.unregister(tview)
+    return hospital_data.ROWS
 
 
 if __name__ == "__main__":  # regenerate the shipped parquet files

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
-from dataclasses import astuple, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 
 # Runs of one statement (several k_anonymize calls) are recorded from parallel threads through
 # separate cursors: reading max(run_id) and inserting must not interleave.
@@ -75,20 +75,17 @@ def ensure_runs_table(con) -> None:
             con.execute(f"ALTER TABLE kanon_runs ADD COLUMN {name} {_SQL_TYPES[name]}")
 
 
-def next_run_id(con) -> int:
-    return int(con.execute("SELECT coalesce(max(run_id), 0) + 1 FROM kanon_runs").fetchall()[0][0])
-
-
 def record_run(con, rec: RunRecord) -> int:
     """Insert ``rec`` under the next run id (parameters bound, nothing spliced); returns the id."""
+    names = [name for name, _ in RUNS_COLUMNS]
+    values = [_to_sql(name, getattr(rec, name)) for name in names]
     with _RECORD_LOCK:
         ensure_runs_table(con)
-        run_id = next_run_id(con)
-        names = ["run_id"] + [name for name, _ in RUNS_COLUMNS]
-        con.execute(f"INSERT INTO kanon_runs ({', '.join(names)}) "
-                    f"VALUES ({', '.join('?' for _ in names)})",
-                    [run_id] + [_to_sql(name, v) for name, v in zip(names[1:], astuple(rec))])
-    return run_id
+        # the next id and the row in one statement
+        return int(con.execute(
+            f"INSERT INTO kanon_runs (run_id, {', '.join(names)}) "
+            f"SELECT coalesce(max(run_id), 0) + 1, {', '.join('?' for _ in names)} FROM kanon_runs "
+            f"RETURNING run_id", values).fetchall()[0][0])
 
 
 def _to_sql(name, value):

@@ -187,12 +187,15 @@ def add_row(cnt, r, P, w):
 def split_ok(W, perm, s, e, j, cut, P, hist, scr):
     """Both sides of cutting rows s:e of W at ``W[:, j] <= cut`` satisfy every model.
     ``perm`` maps positions to original rows (the rows of P's codes). hist (2, M) scratch.
-    O((e - s) * n_attr + M)."""
+    O((e - s) * n_attr + M). ``P`` None (k alone): True, and numba prunes the rest, so a
+    kernel called with None compiles none of the model checks."""
+    if P is None:
+        return True
     if not has_class_models(P):
         return True
     hist[0, :] = 0.0
     hist[1, :] = 0.0
-    nl = 0
+    nl = np.int64(0)
     for i in range(s, e):
         if W[i, j] <= cut:
             add_row(hist[0], perm[i], P, 1.0)

@@ -149,6 +149,11 @@ class PrivacySpec:
 
     def classes_ok(self, ec: np.ndarray, n_classes: int) -> np.ndarray:
         """bool (C,): which classes of ``ec`` satisfy every model. O(n + C * M)."""
+        if not self.has_class_models:  # class size alone (K.class_ok's first test), no kernel
+            w = self.row_w if self.row_w.size else None  # rows per tuple (histogram runs)
+            sizes = np.bincount(np.asarray(ec, dtype=np.int64), weights=w,
+                                minlength=n_classes)[:n_classes]
+            return (sizes == 0) | (sizes >= self.min_class_size)
         return K.classes_ok(np.ascontiguousarray(ec, dtype=np.int64), int(n_classes),
                             self.packed(), self.scr_cols, self.row_w)
 

@@ -113,6 +113,23 @@ def read_index(con, attr: str) -> TaxonomyIndex | None:
     return build_index(attr, edges) if edges else None
 
 
+def read_indexes(con, attrs) -> dict:
+    """{attr: validated tree index} of every ``attr`` in ``attrs`` that has rows, read in one
+    query (``read_index`` for several trees; None entries are skipped)."""
+    wanted = sorted({a for a in attrs if a is not None})
+    if not wanted:
+        return {}
+    try:
+        rows = con.execute(f"SELECT attr, child, parent FROM {TABLE} WHERE attr IN "
+                           f"(SELECT unnest(?)) ORDER BY rowid", [wanted]).fetchall()
+    except duckdb.CatalogException:
+        return {}
+    edges: dict = {}
+    for attr, child, parent in rows:
+        edges.setdefault(attr, []).append((child, parent))
+    return {attr: build_index(attr, e) for attr, e in edges.items()}
+
+
 # --------------------------------------------------------------------------- which tree a QI uses
 
 def relation_name(table) -> str | None:

@@ -34,7 +34,6 @@ from ..base import Algorithm, Partition, no_progress
 from ...qidata import QIData
 from ...taxonomy._lca import lca_nodes
 from ...privacy import spec_of
-from ...privacy.spec import empty_packed
 from ._kernels import Dims, mondrian_partition
 
 LEAF_ORDER_FALLBACK = True  # measured on Adult (ARX QIs): lower GCP at every k with gain-based ties
@@ -58,7 +57,9 @@ def _partition(data: QIData, k: int, leaf_order_fallback: bool, progress=no_prog
     scale = objectives.weighted_scale(scale, objectives.weight_vector(data))  # weights := only
     trees = data.cat_arrays()
     spec = spec_of(data)
-    P = spec.packed() if spec is not None else empty_packed(data.n)
+    # None when only class size matters: the kernel's specialization for None compiles no
+    # privacy check (a shorter first compile of the default path)
+    P = spec.packed() if spec is not None and spec.has_class_models else None
     ec, lo, hi = mondrian_partition(X, int(k), Dims(scale, tree_of, bool(leaf_order_fallback)),
                                     trees, interrupt.stop_flag(progress), P)
     interrupt.check(progress)

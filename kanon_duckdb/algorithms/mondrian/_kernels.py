@@ -355,10 +355,10 @@ def _process_segment(W, perm, s, e, k, dims, trees, sc, P):
         if n_tied > 1 and stride > 1:
             for jj in range(d):
                 if est[jj] == est[jj]:
-                    cut, cost = _choose_cut(Ws, 0, m, jj, ks, dims, trees, lo, hi, sc)
+                    cut, cost = _choose_cut(Ws, np.int64(0), m, jj, ks, dims, trees, lo, hi, sc)
                     est[jj] = m * w[jj] - cost if cut == cut else -np.inf
             for _ in range(n_tied):  # exact cuts in order of estimated gain; first allowable wins
-                jbest = -1
+                jbest = np.int64(-1)
                 for jj in range(d):
                     if est[jj] == est[jj] and not tried[jj] and (jbest < 0 or est[jj] > est[jbest]):
                         jbest = jj
@@ -367,7 +367,7 @@ def _process_segment(W, perm, s, e, k, dims, trees, sc, P):
                 if cut == cut and split_ok(W, perm, s, e, jbest, cut, P, sc.phist, sc.pscr):
                     return _split_in_place(W, perm, jbest, s, e, cut)
             continue
-        best_j = -1
+        best_j = np.int64(-1)
         best_cut = np.nan
         best_gain = -np.inf
         for jj in range(d):
@@ -396,13 +396,20 @@ def mondrian_partition(W, k, dims, trees, stop, P):
     Every class has at least k rows (requires n >= k). ``stop`` is the run's uint8[1] interrupt
     flag (``kanon_duckdb.interrupt``): when set, the kernel returns early with a partial result
     that the caller discards. Every class satisfies the
-    privacy models of ``P`` (``privacy._kernels``) when the whole table does.
+    privacy models of ``P`` (``privacy._kernels``) when the whole table does. ``P`` is None
+    when no model looks at sensitive values: that specialization compiles no privacy kernel.
     """
     n = W.shape[0]
     d = W.shape[1]
     max_leaves = 1
     for t in range(trees.leaf_off.size - 1):
         max_leaves = max(max_leaves, trees.leaf_off[t + 1] - trees.leaf_off[t])
+    if P is None:  # k alone: numba prunes the other branch, and split_ok's model checks
+        m_hist = 1
+        m_scr = 1
+    else:
+        m_hist = P[5].shape[0] + 1
+        m_scr = max(P[5].shape[0], P[6].shape[0]) + 1
     perm = np.arange(n).astype(np.int64)
     seg_s = np.zeros(1, dtype=np.int64)
     seg_e = np.full(1, n, dtype=np.int64)
@@ -424,8 +431,7 @@ def mondrian_partition(W, k, dims, trees, stop, P):
             sc = Scratch(np.empty((4, d)), np.empty(d, dtype=np.bool_),
                          np.empty((2 * SAMPLE_ROWS + 1, d)), np.empty(longest),
                          np.empty(max_leaves + 1), np.empty((5, max_leaves + 1), dtype=np.int64),
-                         np.empty((2, P[5].shape[0] + 1)),
-                         np.empty((4, max(P[5].shape[0], P[6].shape[0]) + 1)))
+                         np.empty((2, m_hist)), np.empty((4, m_scr)))
             for i in range(a, b):
                 split[i] = _process_segment(W, perm, seg_s[i], seg_e[i], k, dims, trees, sc, P)
         n_open = 0

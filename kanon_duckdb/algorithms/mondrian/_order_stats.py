@@ -68,10 +68,10 @@ def median_stats(W, s, e, j, buf):
             buf[i] = W[s + i * stride, j]
         half = WINDOW_SAMPLE // 2
         spread = int(WINDOW_SIGMAS * 0.5 * np.sqrt(WINDOW_SAMPLE)) + 1
-        p1 = _select(buf, WINDOW_SAMPLE, half - spread)
-        p2 = _select(buf, WINDOW_SAMPLE, half + spread)
-        n_lt = 0
-        nm = 0
+        p1 = _select(buf, np.int64(WINDOW_SAMPLE), half - spread)
+        p2 = _select(buf, np.int64(WINDOW_SAMPLE), half + spread)
+        n_lt = np.int64(0)
+        nm = np.int64(0)
         for i in range(s, e):
             v = W[i, j]
             buf[nm] = v
@@ -80,7 +80,7 @@ def median_stats(W, s, e, j, buf):
         if n_lt <= mid < n_lt + nm:
             kth = mid - n_lt
             m = _select(buf, nm, kth)
-            below, n_below = _max_below(buf, 0, kth, m)
+            below, n_below = _max_below(buf, np.int64(0), kth, m)
             above, n_above = _min_above(buf, kth + 1, nm, m)
             n_below += n_lt
             n_above += n - n_lt - nm
@@ -92,7 +92,7 @@ def median_stats(W, s, e, j, buf):
     for i in range(n):
         buf[i] = W[s + i, j]
     m = _select(buf, n, mid)
-    below, n_below = _max_below(buf, 0, mid, m)  # after _select, buf[:mid] <= m <= buf[mid+1:]
+    below, n_below = _max_below(buf, np.int64(0), mid, m)  # after _select, buf[:mid] <= m <= buf[mid+1:]
     above, n_above = _min_above(buf, mid + 1, n, m)
     return m, below, above, n_below, n_above
 
