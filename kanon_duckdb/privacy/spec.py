@@ -175,12 +175,6 @@ class PrivacySpec:
         return out
 
 
-def empty_packed(n: int) -> tuple:
-    """The packed form of k-anonymity alone (no sensitive attribute), for kernels that always
-    take a model tuple."""
-    return no_models(n).packed()
-
-
 def no_models(n: int, k: int = 1) -> PrivacySpec:
     z32 = np.zeros(0, np.int32)
     return PrivacySpec((KAnonymity(k),), [], [], np.zeros((n, 0), np.int32),
