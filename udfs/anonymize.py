@@ -108,6 +108,8 @@ def checked_spec(cur, tbl, spec: dict) -> tuple:
     coerce_params(algo, algo_params)
     parse_models(privacy_params, k, algo.name)
     plan = plan_qis(cur, tbl, spec.get("qi"), spec.get("numeric"), spec.get("categorical"))
+    from kanon_duckdb.objectives import check_weights
+    check_weights(params.get("weights"), plan.qi)  # its names are QIs: refused before the run
     args = {"tbl": getattr(tbl, "name", tbl), "conn": spec.get("conn"), "k": k, "algo": algo.name, "qi": plan.qi, "seed": spec.get("seed"),
             "numeric": spec.get("numeric"), "categorical": spec.get("categorical"),
             "params": params, "taxonomies": spec.get("taxonomies")}
