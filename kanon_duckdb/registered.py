@@ -6,8 +6,9 @@ behind ``k_anonymize`` read through a cursor of the same database (code running 
 cannot use that query's connection: DuckDB refuses with "Resource In Use"), and a cursor is a
 separate connection with its own temporary catalog, so by itself it cannot see the object.
 
-This module wraps ``DuckDBPyConnection.register`` / ``unregister`` once, at class level (as
-``interrupt`` wraps ``interrupt``), to remember ``{connection id: {name: object}}``. The macro
+This module wraps ``DuckDBPyConnection.register`` / ``unregister`` / ``close`` once, at class
+level (as ``interrupt`` wraps ``interrupt``), to remember ``{connection id: {name: object}}``
+(an entry lives until ``unregister``, ``close`` or the connection's collection). The macro
 passes ``current_connection_id()`` (folded at bind time in the caller's connection) to its UDFs,
 and :func:`expose` registers the same Python object under the same name on the reader cursor:
 both reads (the algorithm's, through the cursor, and the output's, in the caller's query) see the
@@ -58,6 +59,7 @@ def _wrap_connection_class() -> None:
         return
     global _original_register
     original_register, original_unregister = cls.register, cls.unregister
+    original_close = cls.close
     _original_register = original_register
 
     def register(self, view_name, python_object, *args, **kwargs):
@@ -76,10 +78,17 @@ def _wrap_connection_class() -> None:
                 _objects.get(cid, {}).pop(view_name.lower(), None)
         return out
 
+    def close(self, *args, **kwargs):
+        cid = _ids.get(self)
+        if cid is not None:
+            _forget(cid)  # its objects are released with the connection, not at its collection
+        return original_close(self, *args, **kwargs)
+
     register.__doc__ = original_register.__doc__
     unregister.__doc__ = original_unregister.__doc__
+    close.__doc__ = original_close.__doc__
     register._kanon_wrapped = True
-    cls.register, cls.unregister = register, unregister
+    cls.register, cls.unregister, cls.close = register, unregister, close
 
 
 def lookup(connection_id, name) -> tuple[str, object] | None:

@@ -136,6 +136,19 @@ def test_registered_record_batch_reader_in_sql_is_a_clear_error(con):
         con.c.unregister("people_rdr")
 
 
+def test_registered_objects_are_released_with_their_connection():
+    from kanon_duckdb import registered
+    c = kanon_duckdb.connect()
+    cid = c.sql("SELECT current_connection_id()").fetchall()[0][0]
+    c.register("t_reg", pa.table({"a": [1, 2]}))
+    assert registered.lookup(cid, "T_REG")[0] == "t_reg"
+    c.unregister("t_reg")
+    assert registered.lookup(cid, "t_reg") is None
+    c.register("t_reg", pa.table({"a": [1, 2]}))
+    c.close()
+    assert registered.lookup(cid, "t_reg") is None
+
+
 def test_polars_dataframe():
     pl = pytest.importorskip("polars")
     c = kanon_duckdb.connect()
