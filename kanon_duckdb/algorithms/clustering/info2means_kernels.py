@@ -119,8 +119,6 @@ def two_means(ds, ids, max_iter, side):
             use[t] = True
     cnum1 = np.empty(dn)
     ccat1 = np.empty(dc, dtype=np.int32)
-    cnum2 = np.empty(dn)
-    ccat2 = np.empty(dc, dtype=np.int32)
     _center(ds, ids, use, cnum1, ccat1)  # mean center M
     a = -1
     best = -1.0
@@ -140,6 +138,22 @@ def two_means(ds, ids, max_iter, side):
                 b = t
     if best <= 0.0:
         return False
+    lloyd(ds, ids, a, b, max_iter, side)
+    return True
+
+
+@njit
+def lloyd(ds, ids, a, b, max_iter, side):
+    """2-means Lloyd iterations on records ``ids`` from the records ids[a], ids[b] as initial
+    centroids: assign to the nearer centroid (ties to the first), recompute centroids (eq. 12),
+    until stable or ``max_iter``. side bool (m,) OUT: True = second cluster."""
+    m = ids.shape[0]
+    dn = ds.num.shape[1]
+    dc = ds.cat.shape[1]
+    cnum1 = np.empty(dn)
+    ccat1 = np.empty(dc, dtype=np.int32)
+    cnum2 = np.empty(dn)
+    ccat2 = np.empty(dc, dtype=np.int32)
     for j in range(dn):
         cnum1[j] = ds.num[ids[a], j]
         cnum2[j] = ds.num[ids[b], j]
@@ -167,7 +181,6 @@ def two_means(ds, ids, max_iter, side):
             inv[t] = not side[t]
         _center(ds, ids, inv, cnum1, ccat1)
         _center(ds, ids, side, cnum2, ccat2)
-    return True
 
 
 @njit

@@ -32,10 +32,10 @@ import numpy as np
 from ...params import declared
 from ...qidata import QIData
 from ..base import Algorithm, Partition, no_progress
-from ..blocks import split_blocks, subset
+from ..blocks import split_blocks
 from ._blackhole import Stopped, run_black_hole
 from .kab_kernels import assign_leftovers, ncp_clustering_chunk
-from .kmember import kmember_labels
+from .kmember import cluster_rows
 
 # clusters formed per kernel call while building a star (progress / Ctrl-C granularity)
 _CHUNK_WORK = 20_000_000  # ~ pool records scanned per call
@@ -69,15 +69,19 @@ def ncp_clustering(ds, n: int, k: int, rng: np.random.Generator, progress=no_pro
     return labels
 
 
-def kmember_star(data: QIData, k: int, rng: np.random.Generator, should_stop=None) -> np.ndarray:
-    """An initial star: k-member clustering (random seeds, NCP cost; Wang, Liu, Gao Table III's
-    seeding) inside Mondrian blocks of a random size in [STAR_BLOCK_ROWS, 2·STAR_BLOCK_ROWS] rows
-    (``blocks.split_blocks``); int64 labels (n,). One block when n is below the block size.
+def kmember_star(data: QIData, ds, k: int, rng: np.random.Generator,
+                 should_stop=None) -> np.ndarray:
+    """An initial star: k-member clustering (random seeds; Wang, Liu, Gao's Table III seeding) of
+    the NCP bundle ``ds`` inside Mondrian blocks of a random size in
+    [STAR_BLOCK_ROWS, 2·STAR_BLOCK_ROWS] rows (``blocks.split_blocks``; one block when n is below
+    that size); int64 labels (n,).
 
     Cost O(n · block_rows / k · d) instead of k-member's O(n² / k · d); the random block size and
     k-member's random seeds make the stars differ. Polls ``should_stop`` between blocks.
     """
     n = data.n
+    if k <= 1:
+        return np.arange(n, dtype=np.int64)
     block_rows = int(rng.integers(STAR_BLOCK_ROWS, 2 * STAR_BLOCK_ROWS + 1))
     parts = split_blocks(data, k, block_rows) if n > block_rows else [np.arange(n, dtype=np.int64)]
     labels = np.empty(n, dtype=np.int64)
@@ -85,10 +89,13 @@ def kmember_star(data: QIData, k: int, rng: np.random.Generator, should_stop=Non
     for rows in parts:
         if should_stop is not None and should_stop():
             raise Stopped()
-        sub = data if rows.size == n else subset(data, rows)
-        local = kmember_labels(sub, k, int(rng.integers(2**62)), seed_choice="random", cost="ncp")
-        labels[rows] = local + offset
-        offset += int(local.max()) + 1
+        if rows.size < 2 * k:  # one class
+            labels[rows] = offset
+            offset += 1
+            continue
+        C = cluster_rows(ds, rows, k, rng, labels, "random")
+        labels[rows] += offset
+        offset += C
     return labels
 
 
@@ -96,7 +103,7 @@ def _init_star(init: str):
     if init == "algorithm1":
         return lambda data, ds, k, rng, should_stop: ncp_clustering(ds, data.n, k, rng,
                                                                     should_stop=should_stop)
-    return lambda data, ds, k, rng, should_stop: kmember_star(data, k, rng, should_stop)
+    return lambda data, ds, k, rng, should_stop: kmember_star(data, ds, k, rng, should_stop)
 
 
 INITIALIZERS = {"kmember": "k-member (random seeds) in Mondrian blocks",

@@ -147,21 +147,39 @@ def kmember_labels(data: QIData, k: int, seed: int, progress=no_progress, cost: 
     if labels is not None:
         return labels
     ds = build_ncp_data(data, cost=cost)  # validates cost
-    C = n // k
     # n < 2k: one class (n < k cannot be made k-anonymous; the caller checks)
     labels = trivial_labels(n, k, progress, min_clusters=2)
     if labels is not None:
         return labels
-    st = new_stats(ds, C)
-    U = np.arange(n, dtype=np.int64)
-    pos = np.arange(n, dtype=np.int64)
     ec = np.full(n, -1, dtype=np.int64)
-    rng = np.random.default_rng(seed)
-    r0 = int(rng.integers(n))
-    perm = rng.permutation(n).astype(np.int64)
+    cluster_rows(ds, np.arange(n, dtype=np.int64), k, np.random.default_rng(seed), ec,
+                 seed_choice, progress, info, buffer, n_threads())
+    if info is not None:
+        info.update(cost=cost)
+    return ec
+
+
+def cluster_rows(ds, rows, k: int, rng: np.random.Generator, ec, seed_choice: str = "random",
+                 progress=no_progress, info: dict | None = None, buffer: int | None = None,
+                 nt: int = 1) -> int:
+    """k-member clustering of the records ``rows`` (int64, m >= 2k of them) of the bundle ``ds``.
+
+    Writes cluster ids 0..C-1 (C = m // k) into ``ec[rows]`` (ec int64 (n,); entries of other
+    rows are left alone) and returns C. Draws from ``rng`` as ``kmember_labels`` does (r0, a
+    permutation of the m rows, a permutation of the leftovers), so on rows = 0..n-1 the result is
+    kmember_labels'. ``nt`` threads for the scans. O(m² / k · d).
+    """
+    m = int(rows.size)
+    C = m // k
+    st = new_stats(ds, C)
+    U = rows.copy()
+    pos = np.empty(ec.shape[0], dtype=np.int64)
+    pos[rows] = np.arange(m, dtype=np.int64)
+    ec[rows] = -1
+    r0 = int(rows[int(rng.integers(m))])
+    perm = rows[rng.permutation(m)]
     order = perm if seed_choice == "random" else np.empty(0, dtype=np.int64)
-    state = np.array([n, r0, 0, 0, 0], dtype=np.int64)
-    nt = n_threads()
+    state = np.array([m, r0, 0, 0, 0], dtype=np.int64)
     B = int(buffer) if buffer else int(min(max(4 * k, 32), 1024))
     bc = np.empty(B)
     bi = np.empty(B, dtype=np.int64)
@@ -175,9 +193,8 @@ def kmember_labels(data: QIData, k: int, seed: int, progress=no_progress, cost: 
     left = left[rng.permutation(left.size)]  # leftovers are taken in random order
     assign_to_cheapest(ds, st, left, left.size, C, ec, False)
     if info is not None:
-        info.update(n_clusters=C, first_record=r0, scans=int(state[3]), cost=cost,
-                    seed_choice=seed_choice)
-    return ec
+        info.update(n_clusters=C, first_record=r0, scans=int(state[3]), seed_choice=seed_choice)
+    return C
 
 
 def run(data: QIData, k: int, seed: int, params: dict, progress=no_progress) -> Partition:
