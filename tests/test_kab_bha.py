@@ -168,6 +168,21 @@ def test_exchange_respects_max_size_and_keeps_only_improvements():
     assert (rel, sw) == (0, 0) and naive.same_partition(lab, bh)
 
 
+def test_exchange_with_singleton_classes():
+    """k = 1 (bha's random stars can hold classes of one row): a singleton's record may be tried;
+    NCP(A - r) of an empty A is 0, never read from the sentinel statistics (it crashed the
+    process before: a categorical LCA table lookup at leaf -1 / INT32_MAX)."""
+    data = naive.random_qidata(np.random.default_rng(5), 6, 1, 2, max_leaves=4, max_value=10)
+    ds = build_ncp_data(data)
+    star = np.array([0, 1, 2, 3, 4, 5])
+    bh = np.array([0, 0, 0, 1, 1, 1])
+    lab, rel, sw = _exchange(ds, star, 6, bh, 1, 6)
+    assert naive.naive_partition_il(data, lab) <= naive.naive_partition_il(data, star)
+    lab, rel, sw = _exchange(ds, bh, 2, star, 1, 6)
+    assert naive.naive_partition_il(data, lab) <= naive.naive_partition_il(data, bh)
+    assert np.bincount(lab).min() >= 1
+
+
 @SETTINGS
 @given(st.data())
 def test_ncp_exchanged_matches_brute_force(draw):

@@ -5,8 +5,9 @@ clustering, int64 labels) moves toward the black hole (another clustering, the *
 exchanging records between its own clusters:
 
 - for a record r of a tried star cluster A, the candidate destinations are the star clusters that
-  hold r's guide-mates (the other records of r's cluster in the guide): the ``max_cand`` of them
-  holding the most mates (ties: the one holding the smallest-id mate first);
+  hold r's guide-mates (the other records of r's cluster in the guide; the first 4k + 64 of them
+  in record order when the guide's cluster is larger, as bha's random ones can be): the
+  ``max_cand`` of them holding the most mates (ties: the one holding the smallest-id mate first);
 - *relocation*: r moves to D (allowed when |A| > k and |D| < max_size);
 - *swap*: r moves to D and one record x of D moves to A (sizes unchanged; the best x of D);
 - the best of these by exact change of the star's total IL (sum over classes |e|·NCP(e)) is
@@ -28,58 +29,94 @@ _INT32_MAX = np.iinfo(np.int32).max
 
 
 @njit
+def _push(ds, slot, r, nlo, nhi, nnn, clo, chi):
+    """Add record r to the top-2 statistics in ``slot``. O(d)."""
+    for j in range(ds.num.shape[1]):
+        if ds.num_null[r, j]:
+            nnn[slot, j] += 1
+        else:
+            v = ds.num[r, j]
+            if v < nlo[slot, 0, j]:
+                nlo[slot, 1, j] = nlo[slot, 0, j]
+                nlo[slot, 0, j] = v
+            elif v < nlo[slot, 1, j]:
+                nlo[slot, 1, j] = v
+            if v > nhi[slot, 0, j]:
+                nhi[slot, 1, j] = nhi[slot, 0, j]
+                nhi[slot, 0, j] = v
+            elif v > nhi[slot, 1, j]:
+                nhi[slot, 1, j] = v
+    for j in range(ds.cat.shape[1]):
+        v = ds.cat[r, j]
+        if v < clo[slot, 0, j]:
+            clo[slot, 1, j] = clo[slot, 0, j]
+            clo[slot, 0, j] = v
+        elif v < clo[slot, 1, j]:
+            clo[slot, 1, j] = v
+        if v > chi[slot, 0, j]:
+            chi[slot, 1, j] = chi[slot, 0, j]
+            chi[slot, 0, j] = v
+        elif v > chi[slot, 1, j]:
+            chi[slot, 1, j] = v
+
+
+@njit
+def _pop_needs_rescan(ds, slot, r, nlo, nhi, nnn, clo, chi):
+    """Remove record r from the statistics in ``slot`` when that is possible in O(d) (r holds
+    none of the two smallest / largest values: only its NULLs are uncounted) and return False;
+    return True (statistics untouched) when they must be recomputed from the members."""
+    for j in range(ds.num.shape[1]):
+        if not ds.num_null[r, j]:
+            v = ds.num[r, j]
+            if v <= nlo[slot, 1, j] or v >= nhi[slot, 1, j]:
+                return True
+    for j in range(ds.cat.shape[1]):
+        v = ds.cat[r, j]
+        if v <= clo[slot, 1, j] or v >= chi[slot, 1, j]:
+            return True
+    for j in range(ds.num.shape[1]):
+        if ds.num_null[r, j]:
+            nnn[slot, j] -= 1
+    return False
+
+
+@njit
 def _fill_top2(ds, head, nxt, c, slot, nlo, nhi, nnn, clo, chi):
     """Top-2 statistics of cluster c (members head[c] -> nxt) into slot ``slot``. O(|c| d)."""
-    dn = ds.num.shape[1]
-    dc = ds.cat.shape[1]
-    for j in range(dn):
+    for j in range(ds.num.shape[1]):
         nlo[slot, 0, j] = np.inf
         nlo[slot, 1, j] = np.inf
         nhi[slot, 0, j] = -np.inf
         nhi[slot, 1, j] = -np.inf
         nnn[slot, j] = 0
-    for j in range(dc):
+    for j in range(ds.cat.shape[1]):
         clo[slot, 0, j] = _INT32_MAX
         clo[slot, 1, j] = _INT32_MAX
         chi[slot, 0, j] = -1
         chi[slot, 1, j] = -1
     r = head[c]
     while r >= 0:
-        for j in range(dn):
-            if ds.num_null[r, j]:
-                nnn[slot, j] += 1
-            else:
-                v = ds.num[r, j]
-                if v < nlo[slot, 0, j]:
-                    nlo[slot, 1, j] = nlo[slot, 0, j]
-                    nlo[slot, 0, j] = v
-                elif v < nlo[slot, 1, j]:
-                    nlo[slot, 1, j] = v
-                if v > nhi[slot, 0, j]:
-                    nhi[slot, 1, j] = nhi[slot, 0, j]
-                    nhi[slot, 0, j] = v
-                elif v > nhi[slot, 1, j]:
-                    nhi[slot, 1, j] = v
-        for j in range(dc):
-            v = ds.cat[r, j]
-            if v < clo[slot, 0, j]:
-                clo[slot, 1, j] = clo[slot, 0, j]
-                clo[slot, 0, j] = v
-            elif v < clo[slot, 1, j]:
-                clo[slot, 1, j] = v
-            if v > chi[slot, 0, j]:
-                chi[slot, 1, j] = chi[slot, 0, j]
-                chi[slot, 0, j] = v
-            elif v > chi[slot, 1, j]:
-                chi[slot, 1, j] = v
+        _push(ds, slot, r, nlo, nhi, nnn, clo, chi)
         r = nxt[r]
+
+
+@njit
+def _update(ds, head, nxt, c, out_r, in_r, nlo, nhi, nnn, clo, chi, ncp):
+    """Statistics and NCP of cluster c after out_r left and in_r joined (-1: none; the member
+    lists already changed): O(d), or O(|c| d) when out_r held an extreme value."""
+    if out_r >= 0 and _pop_needs_rescan(ds, c, out_r, nlo, nhi, nnn, clo, chi):
+        _fill_top2(ds, head, nxt, c, c, nlo, nhi, nnn, clo, chi)
+    elif in_r >= 0:
+        _push(ds, c, in_r, nlo, nhi, nnn, clo, chi)
+    ncp[c] = _ncp_exchanged(ds, c, -1, -1, nlo, nhi, nnn, clo, chi)
 
 
 @njit
 def _ncp_exchanged(ds, slot, out_r, in_r, nlo, nhi, nnn, clo, chi):
     """NCP of (cluster in ``slot``) - {out_r} + {in_r}; -1 for no removal / no addition. O(d).
 
-    out_r must be a member of the cluster and the result must not be empty. Terms are summed in
+    out_r must be a member of the cluster and the result must not be empty (the statistics of
+    an empty cluster hold sentinels, not leaves: reading them is out of bounds). Terms are summed in
     the order of ``_ncp.cluster_ncp``, so an unchanged cluster gives the same value."""
     s = 0.0
     for j in range(ds.num.shape[1]):
@@ -204,6 +241,7 @@ def exchange_toward(ds, lab, C, guide, n_guide, tried, k, max_size, max_cand):
     ``_core_with``.
     """
     n = lab.shape[0]
+    max_mates = 4 * k + 64  # guide-mates read per record (all of them in a class of <= 2k-1)
     head, nxt, prv, size = _lists(lab, C)
     ghead = np.full(n_guide, -1, dtype=np.int64)
     gnxt = np.full(n, -1, dtype=np.int64)
@@ -249,8 +287,10 @@ def exchange_toward(ds, lab, C, guide, n_guide, tried, k, max_size, max_cand):
                 continue
             # distinct star clusters of r's guide-mates, most mates first (ties: first seen)
             nc = 0
+            seen = 0
             x = ghead[guide[r]]
-            while x >= 0:
+            while x >= 0 and seen < max_mates:
+                seen += 1
                 d = lab[x]
                 if d != A:
                     q = 0
@@ -270,7 +310,8 @@ def exchange_toward(ds, lab, C, guide, n_guide, tried, k, max_size, max_cand):
                 continue
             nc = min(nc, max_cand)
             il_a = size[A] * ncp[A]
-            a_without = _ncp_exchanged(ds, A, r, -1, nlo, nhi, nnn, clo, chi)
+            # NCP(A - r); an empty A costs nothing (and has no statistics to read)
+            a_without = _ncp_exchanged(ds, A, r, -1, nlo, nhi, nnn, clo, chi) if size[A] > 1 else 0.0
             widens = a_without < ncp[A]
             best = 0.0
             kind = 0
@@ -321,8 +362,6 @@ def exchange_toward(ds, lab, C, guide, n_guide, tried, k, max_size, max_cand):
                 _link(head, nxt, prv, A, best_x)
                 lab[best_x] = A
                 swaps += 1
-            _fill_top2(ds, head, nxt, A, A, nlo, nhi, nnn, clo, chi)
-            ncp[A] = _ncp_exchanged(ds, A, -1, -1, nlo, nhi, nnn, clo, chi)
-            _fill_top2(ds, head, nxt, D, D, nlo, nhi, nnn, clo, chi)
-            ncp[D] = _ncp_exchanged(ds, D, -1, -1, nlo, nhi, nnn, clo, chi)
+            _update(ds, head, nxt, A, r, best_x, nlo, nhi, nnn, clo, chi, ncp)
+            _update(ds, head, nxt, D, best_x, r, nlo, nhi, nnn, clo, chi, ncp)
     return relocations, swaps
