@@ -4,7 +4,8 @@
 
 kanon_duckdb.anonymize takes the DataFrame as it is (no table to create) and returns a DuckDB
 relation; ``.df()`` turns it back into a DataFrame (``.pl()``, ``.arrow()``, ``.write_parquet()``
-work too). The run is recorded in kanon_runs of the connection used.
+work too). The run is recorded in kanon_runs of the connection used. In SQL, a DataFrame
+registered on the connection (``con.register('people', df)``) is read by name.
 """
 from __future__ import annotations
 
@@ -36,6 +37,12 @@ def main() -> None:
               f"GCP {kanon_duckdb.gcp(anon, con=con):.3f}")
         # keep analysing in pandas: mean income per published age range
         print(out.groupby(["age_min", "age_max"])["income"].mean().head())
+        # or in SQL: a DataFrame registered on the connection is a relation k_anonymize reads
+        con.register("people", people)
+        same = con.sql("FROM k_anonymize('people', k := 10, qi := ['age', 'zip', 'sex'])").df()
+        assert same.sort_values("person_id")["ec_size"].tolist() == \
+            out.sort_values("person_id")["ec_size"].tolist()  # same data and seed: same classes
+        print(f"SQL on the registered DataFrame: {len(same)} rows, {same['ec'].nunique()} classes")
     finally:
         con.close()
 
