@@ -52,21 +52,26 @@ def _tuples_differ(skeys, order, num, num_null, cat):
 
 
 @njit
+def _first_of(skeys, slots, key):
+    """Position of ``key``'s first entry in ``skeys`` through the slot table, or -1."""
+    mask = slots.shape[0] - 1
+    h = key & mask
+    while slots[h] != -1:
+        if skeys[slots[h]] == key:
+            return slots[h]
+        h = (h + 1) & mask
+    return -1
+
+
+@njit
 def _hand_out_counted(skeys, slots, classes, counts, used, keys, out):
     """``_hand_out`` when entry e stands for ``counts[e]`` rows (a histogram); ``used`` counts
     the rows handed out per key (at the key's first entry). Same return value."""
     n = skeys.shape[0]
     m = keys.shape[0]
-    mask = slots.shape[0] - 1
     for i in range(m):
         key = keys[i]
-        h = key & mask
-        lo = -1
-        while slots[h] != -1:
-            if skeys[slots[h]] == key:
-                lo = slots[h]
-                break
-            h = (h + 1) & mask
+        lo = _first_of(skeys, slots, key)
         if lo < 0:
             return 2 * m + i
         rest = used[lo]
@@ -101,16 +106,9 @@ def _hand_out(skeys, slots, classes, used, keys, out):
     else the index of the first row whose key is unknown (2*m + i) or used up (m + i)."""
     n = skeys.shape[0]
     m = keys.shape[0]
-    mask = slots.shape[0] - 1
     for i in range(m):
         key = keys[i]
-        h = key & mask
-        lo = -1
-        while slots[h] != -1:
-            if skeys[slots[h]] == key:
-                lo = slots[h]
-                break
-            h = (h + 1) & mask
+        lo = _first_of(skeys, slots, key)
         if lo < 0:
             return 2 * m + i
         u = used[lo]

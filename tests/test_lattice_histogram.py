@@ -13,8 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_lattice import brute_force, run, tables
-from test_privacy_enforce import S_TREE, make_table, naive_check, sql_check
-from test_k_anonymize_properties import check_output
+from test_privacy_enforce import S_TREE, make_table, run_and_check
 
 import kanon_duckdb
 from kanon_duckdb.qidata import QIData
@@ -108,7 +107,7 @@ def test_sql_on_duplicated_rows_keeps_every_model(con, model):
     con.execute("CREATE OR REPLACE TABLE src AS SELECT s.* REPLACE (s.id * 10 + r.i AS id) "
                 "FROM src s, range(1 + (s.id % 5)) r(i)")  # 1..5 copies of each row
     n = con.sql("SELECT count(*) FROM src").fetchall()[0][0]
-    rows = run_checked(con, model, 4)
+    rows = run_and_check(con, "optimal", model, 4, 0, ", max_suppression := 0.1")
     assert len(rows) == n
     got = con.sql("SELECT n_rows, n_suppressed FROM kanon_runs ORDER BY run_id DESC LIMIT 1"
                   ).fetchall()[0]
@@ -119,18 +118,3 @@ def test_sql_on_duplicated_rows_keeps_every_model(con, model):
     distinct = con.sql("SELECT count(*) FROM (SELECT DISTINCT age, z FROM src)").fetchall()[0][0]
     assert res.data.n == distinct and res.data.n_rows == n  # the histogram, not the rows
 
-
-def run_checked(con, model, k):
-    from test_privacy_enforce import MODELS
-    con.execute("DROP TABLE IF EXISTS out")
-    con.execute(f"CREATE TABLE out AS FROM k_anonymize('src', k := {k}, algo := 'optimal', "
-                f"qi := ['age', 'z'], sensitive := 's', {MODELS[model]}, max_suppression := 0.1)")
-    check_output(con, "src", "out", 1, ["age"], ["z"],
-                 {"z": {**{f"z{i}": f"g{i // 3}" for i in range(9)},
-                        **{f"g{j}": "*" for j in range(3)}}})
-    sql_check(con, "out", ["age", "z"], model, k)
-    rel = con.sql("SELECT age_min, age_max, z, s, y, suppressed FROM out")
-    names = [d[0] for d in rel.description]
-    rows = [dict(zip(names, r)) for r in rel.fetchall()]
-    naive_check(rows, ["age_min", "age_max", "z"], model, k)
-    return rows
