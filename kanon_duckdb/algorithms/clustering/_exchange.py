@@ -29,35 +29,37 @@ _INT32_MAX = np.iinfo(np.int32).max
 
 
 @njit
+def _lower(a, slot, j, v):
+    """Insert v into the two smallest values a[slot, 0, j] <= a[slot, 1, j]."""
+    if v < a[slot, 0, j]:
+        a[slot, 1, j] = a[slot, 0, j]
+        a[slot, 0, j] = v
+    elif v < a[slot, 1, j]:
+        a[slot, 1, j] = v
+
+
+@njit
+def _higher(a, slot, j, v):
+    """Insert v into the two largest values a[slot, 0, j] >= a[slot, 1, j]."""
+    if v > a[slot, 0, j]:
+        a[slot, 1, j] = a[slot, 0, j]
+        a[slot, 0, j] = v
+    elif v > a[slot, 1, j]:
+        a[slot, 1, j] = v
+
+
+@njit
 def _push(ds, slot, r, nlo, nhi, nnn, clo, chi):
     """Add record r to the top-2 statistics in ``slot``. O(d)."""
     for j in range(ds.num.shape[1]):
         if ds.num_null[r, j]:
             nnn[slot, j] += 1
         else:
-            v = ds.num[r, j]
-            if v < nlo[slot, 0, j]:
-                nlo[slot, 1, j] = nlo[slot, 0, j]
-                nlo[slot, 0, j] = v
-            elif v < nlo[slot, 1, j]:
-                nlo[slot, 1, j] = v
-            if v > nhi[slot, 0, j]:
-                nhi[slot, 1, j] = nhi[slot, 0, j]
-                nhi[slot, 0, j] = v
-            elif v > nhi[slot, 1, j]:
-                nhi[slot, 1, j] = v
+            _lower(nlo, slot, j, ds.num[r, j])
+            _higher(nhi, slot, j, ds.num[r, j])
     for j in range(ds.cat.shape[1]):
-        v = ds.cat[r, j]
-        if v < clo[slot, 0, j]:
-            clo[slot, 1, j] = clo[slot, 0, j]
-            clo[slot, 0, j] = v
-        elif v < clo[slot, 1, j]:
-            clo[slot, 1, j] = v
-        if v > chi[slot, 0, j]:
-            chi[slot, 1, j] = chi[slot, 0, j]
-            chi[slot, 0, j] = v
-        elif v > chi[slot, 1, j]:
-            chi[slot, 1, j] = v
+        _lower(clo, slot, j, ds.cat[r, j])
+        _higher(chi, slot, j, ds.cat[r, j])
 
 
 @njit
@@ -112,6 +114,23 @@ def _update(ds, head, nxt, c, out_r, in_r, nlo, nhi, nnn, clo, chi, ncp):
 
 
 @njit
+def _range_exchanged(lo_a, hi_a, slot, j, has_out, out_v, has_in, in_v):
+    """(min, max) on QI j of the cluster in ``slot`` without a member of value out_v (when
+    has_out) and with in_v (when has_in), from its two smallest / largest values."""
+    lo = lo_a[slot, 0, j]
+    hi = hi_a[slot, 0, j]
+    if has_out:
+        if out_v == lo:
+            lo = lo_a[slot, 1, j]
+        if out_v == hi:
+            hi = hi_a[slot, 1, j]
+    if has_in:
+        lo = min(lo, in_v)
+        hi = max(hi, in_v)
+    return lo, hi
+
+
+@njit
 def _ncp_exchanged(ds, slot, out_r, in_r, nlo, nhi, nnn, clo, chi):
     """NCP of (cluster in ``slot``) - {out_r} + {in_r}; -1 for no removal / no addition. O(d).
 
@@ -128,32 +147,12 @@ def _ncp_exchanged(ds, slot, out_r, in_r, nlo, nhi, nnn, clo, chi):
         if nn > 0:
             s += ds.null_cost[j]
             continue
-        lo = nlo[slot, 0, j]
-        hi = nhi[slot, 0, j]
-        if out_r >= 0 and not ds.num_null[out_r, j]:
-            v = ds.num[out_r, j]
-            if v == lo:
-                lo = nlo[slot, 1, j]
-            if v == hi:
-                hi = nhi[slot, 1, j]
-        if in_r >= 0:
-            v = ds.num[in_r, j]
-            lo = min(lo, v)
-            hi = max(hi, v)
+        lo, hi = _range_exchanged(nlo, nhi, slot, j, out_r >= 0 and not ds.num_null[out_r, j],
+                                  ds.num[out_r, j], in_r >= 0, ds.num[in_r, j])
         s += (hi - lo) * ds.inv_range[j]
     for j in range(ds.cat.shape[1]):
-        lo = clo[slot, 0, j]
-        hi = chi[slot, 0, j]
-        if out_r >= 0:
-            v = ds.cat[out_r, j]
-            if v == lo:
-                lo = clo[slot, 1, j]
-            if v == hi:
-                hi = chi[slot, 1, j]
-        if in_r >= 0:
-            v = ds.cat[in_r, j]
-            lo = min(lo, v)
-            hi = max(hi, v)
+        lo, hi = _range_exchanged(clo, chi, slot, j, out_r >= 0, ds.cat[out_r, j], in_r >= 0,
+                                  ds.cat[in_r, j])
         s += cat_cost(ds, j, lo, hi)
     return s
 
