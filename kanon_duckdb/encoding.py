@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._numba_config import njit
@@ -28,7 +29,7 @@ from .qidata import QIData
 from .codec import PLAIN, NumericCodec, choose_int
 from .ncp import NULL_OFFSET, sentinel_ok
 from .published import check_output_names
-from .errors import DataError, InvalidParameterError, UnknownObjectError
+from .errors import ConcurrentChangeError, DataError, InvalidParameterError, UnknownObjectError
 from .relation import Source, resolve_source
 from .sqlutil import quote_ident
 from .taxonomy.store import read_indexes, resolve_tree_attr, taxonomy_attrs, validate_coverage
@@ -157,8 +158,10 @@ def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False,
     ``histogram``: encode the distinct (QI, extra) tuples instead of the rows, with their row
     counts in ``QIData.counts`` (``histogram_sql``); the key of a tuple is the key of each of
     its rows (``row_key_sql``).
-    Returns (row keys uint64 (n,), QIData). Cost: one scan of the QI columns plus O(n·d) numpy
-    work, n the rows or, with ``histogram``, the distinct tuples.
+    Returns (row keys uint64 (n,), QIData). Cost: one aggregate (row count, numeric extremes)
+    and one streamed scan of the QI columns in Arrow batches of STREAM_ROWS rows, each encoded
+    into the preallocated arrays (memory: the encoded arrays plus one batch), plus O(n·d) numpy
+    work; n the rows or, with ``histogram``, the distinct tuples.
     """
     sel = [row_key_sql(plan)]
     _check_int_range(con, plan)
@@ -174,63 +177,170 @@ def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False,
     if histogram:
         sel.append("__kanon_count")
     source = histogram_sql(plan, extra_columns) if histogram else plan.table_sql
-    tbl = con.sql(f"SELECT {', '.join(sel)} FROM {source}").to_arrow_table()
-    n = tbl.num_rows
+    query = f"SELECT {', '.join(sel)} FROM {source}"
+    dn, dc = len(plan.numeric), len(plan.categorical)
+    n, fills = _numeric_fills(con, query, plan)
     if n == 0:
         raise DataError(f"table {plan.table!r} is empty; there is nothing to anonymize")
-    row_counts = (np.ascontiguousarray(tbl.column(tbl.num_columns - 1).to_numpy(), dtype=np.int64)
-                  if histogram else None)
-    rowid = tbl.column(0).to_numpy()  # uint64 row keys (see row_key_sql)
-    dn, dc = len(plan.numeric), len(plan.categorical)
+    rowid = np.empty(n, dtype=np.uint64)  # row keys (see row_key_sql)
+    row_counts = np.empty(n, dtype=np.int64) if histogram else None
     num = np.empty((n, dn), dtype=np.float64)
     num_null = np.zeros((n, dn), dtype=bool)
-    lo = np.zeros(dn)
-    hi = np.zeros(dn)
-    codecs = []
-    for j, c in enumerate(plan.numeric):
-        col = tbl.column(1 + j).combine_chunks()
-        valid = np.asarray(col.is_valid()) if col.null_count else np.ones(0, dtype=bool)
-        if c in plan.integer:
-            codec, lo[j], hi[j] = _encode_int_column(pc.fill_null(col, 0).to_numpy(), valid,
-                                                     num, num_null, j)
-        else:
-            codec, lo[j], hi[j] = _encode_float_column(col.to_numpy(zero_copy_only=False), valid,
-                                                       num, num_null, j)
-        codecs.append(codec)
-    # dictionary encoding is the costly part; pyarrow releases the GIL, so columns run in parallel
-    cat_cols = [tbl.column(1 + dn + j) for j in range(dc)]
+    cat = np.empty((n, dc), dtype=np.int32)  # global dictionary codes first, leaf ordinals after
+    dicts = [{} for _ in range(dc)]  # per categorical QI: value -> code, in order of appearance
+    n_null = np.zeros(dc, dtype=np.int64)
+    extra_chunks: list = [[] for _ in extra_columns]
+    a = 0
     with ThreadPoolExecutor(max_workers=max(1, min(dc, os.cpu_count() or 1))) as pool:
-        encoded = list(pool.map(lambda col: pc.dictionary_encode(col.combine_chunks()), cat_cols))
-    cat = np.empty((n, dc), dtype=np.int32)
+        for batch in con.sql(query).to_arrow_reader(STREAM_ROWS):
+            b = a + batch.num_rows
+            if b > n:
+                raise ConcurrentChangeError(
+                    f"k_anonymize: the relation {plan.table!r} changed during the call (more rows "
+                    f"than counted while encoding); run it again")
+            rowid[a:b] = batch.column(0).to_numpy()
+            for j in range(dn):
+                fills[j].fill(batch.column(1 + j), a, b, num, num_null, j)
+            # dictionary encoding is the costly part; pyarrow releases the GIL: columns in parallel
+            encoded = list(pool.map(lambda col: pc.dictionary_encode(col),
+                                    [batch.column(1 + dn + j) for j in range(dc)]))
+            for j, enc in enumerate(encoded):
+                n_null[j] += enc.indices.null_count
+                glob = np.array([dicts[j].setdefault(v, len(dicts[j]))
+                                 for v in enc.dictionary.to_pylist()] + [-1], dtype=np.int32)
+                _gather_column(glob, enc.indices.fill_null(len(glob) - 1).to_numpy(),
+                               cat[a:b], j)
+            for i in range(len(extra_columns)):
+                extra_chunks[i].append(batch.column(1 + dn + dc + i))
+            if histogram:
+                row_counts[a:b] = batch.column(batch.num_columns - 1).to_numpy()
+            a = b
+    if a != n:
+        raise ConcurrentChangeError(
+            f"k_anonymize: the relation {plan.table!r} changed during the call (fewer rows than "
+            f"counted while encoding); run it again")
+    lo, hi = np.zeros(dn), np.zeros(dn)
+    codecs = []
+    for j in range(dn):
+        codec, lo[j], hi[j] = fills[j].finish(num, num_null, j)
+        codecs.append(codec)
     trees, tree_attrs, attrs = [], {}, taxonomy_attrs(con)
     chosen = {c: resolve_tree_attr(con, c, plan.table, taxonomies, attrs) for c in plan.categorical}
     indexes = read_indexes(con, chosen.values())  # every tree in one query
     for j, c in enumerate(plan.categorical):
-        enc = encoded[j]
-        values = enc.dictionary.to_pylist()
-        codes = enc.indices.fill_null(len(values)).to_numpy()
-        counts = np.bincount(codes, weights=row_counts, minlength=len(values) + 1).astype(np.int64)
+        values = list(dicts[j])
+        codes = cat[:, j]
+        counts = np.bincount(codes[codes >= 0], weights=None if row_counts is None
+                             else row_counts[codes >= 0], minlength=len(values)).astype(np.int64)
         attr = chosen[c]
         tree = indexes.get(attr) if attr is not None else None
         if attr is not None:
             tree_attrs[c] = attr
         if tree is None:
             tree = flat_index(c, sorted(values))
-        validate_coverage(tree, zip(values, counts[:-1]))
-        if enc.indices.null_count > 0:
+        validate_coverage(tree, zip(values, counts))
+        if n_null[j] > 0:
             tree = tree.with_null_leaf()
         lut = np.array([tree.leaf_of_label[v] for v in values] + [tree.leaf_of_label.get(None, -1)],
                        dtype=np.int32)
-        _gather_column(lut, codes, cat, j)
+        _remap_codes(lut, cat, j)
         trees.append(tree)
-    extra = {c: tbl.column(1 + dn + dc + i).combine_chunks() for i, c in enumerate(extra_columns)}
+    extra = {c: pa.concat_arrays(extra_chunks[i]) for i, c in enumerate(extra_columns)}
     is_int = np.array([c in plan.integer for c in plan.numeric], dtype=bool)
-    data = QIData(n, np.ascontiguousarray(num), num_null, lo, hi, is_int, np.ascontiguousarray(cat),
+    data = QIData(n, num, num_null, lo, hi, is_int, cat,
                   trees, list(plan.numeric), list(plan.categorical), extra, tree_attrs=tree_attrs,
                   num_codec=codecs, counts=row_counts)
     if need_num_trees:
         data = attach_numeric_trees(con, plan, data, taxonomies)
     return rowid, data
+
+
+STREAM_ROWS = 1 << 20  # rows per Arrow batch while encoding: only the encoded arrays grow with n
+
+
+def _numeric_fills(con, query: str, plan: QIPlan) -> tuple:
+    """(row count, one :class:`_NumericFill` per numeric QI) from one aggregate over ``query``
+    (whose columns 1..dn are the numeric QIs as BIGINT or DOUBLE): the exact extremes decide
+    each column's codec before the rows stream. NaN counts as NULL, so it is left out."""
+    parts = ["count(*)"]
+    for i, c in enumerate(plan.numeric):
+        x = f"#{i + 2}"
+        if c in plan.integer:
+            parts += [f"min({x})", f"max({x})"]
+        else:
+            parts += [f"min({x}) FILTER (WHERE NOT isnan({x}))",
+                      f"max({x}) FILTER (WHERE NOT isnan({x}))"]
+    row = con.execute(f"SELECT {', '.join(parts)} FROM ({query})").fetchall()[0]
+    n = int(row[0])
+    fills = [_NumericFill(c in plan.integer, row[1 + 2 * j], row[2 + 2 * j], n)
+             for j, c in enumerate(plan.numeric)]
+    return n, fills
+
+
+class _NumericFill:
+    """Writes one numeric QI's coordinates batch by batch (codec.py): plain or offset columns go
+    straight into ``num``; a column needing ranks (huge integer spans, infinite or extreme
+    floats, rare) keeps its raw values until ``finish``."""
+
+    def __init__(self, is_int: bool, lo, hi, n: int):
+        self.is_int = is_int
+        found = lo is not None
+        if is_int:
+            lo, hi = (int(lo), int(hi)) if found else (0, 0)
+            self.kind = choose_int(lo, hi)
+            self.base = lo if self.kind == "offset" else 0
+            self.lo, self.hi = lo, hi
+        else:
+            lo, hi = (float(lo), float(hi)) if found else (0.0, 0.0)
+            self.kind = "plain" if sentinel_ok(lo, hi) else "rank"
+            self.lo, self.hi = lo, hi
+        self.raw = None
+        if self.kind == "rank":
+            self.raw = np.empty(n, dtype=np.int64 if is_int else np.float64)
+            self.ok = np.ones(n, dtype=bool)
+
+    def fill(self, col, a: int, b: int, num, num_null, j: int) -> None:
+        valid = np.asarray(col.is_valid()) if col.null_count else np.ones(0, dtype=bool)
+        if self.raw is not None:
+            self.raw[a:b] = (pc.fill_null(col, 0) if self.is_int else col).to_numpy(
+                zero_copy_only=False)
+            if valid.size:
+                self.ok[a:b] = valid
+            return
+        if self.is_int:
+            sentinel = (float(self.lo) if self.kind == "plain" else 0.0) - NULL_OFFSET
+            _fill_int(np.ascontiguousarray(pc.fill_null(col, 0).to_numpy(), dtype=np.int64),
+                      valid, np.int64(self.base), sentinel, num[a:b], num_null[a:b], j)
+        else:
+            _fill_float(np.ascontiguousarray(col.to_numpy(zero_copy_only=False), dtype=np.float64),
+                        valid, self.lo - NULL_OFFSET, num[a:b], num_null[a:b], j)
+
+    def finish(self, num, num_null, j: int) -> tuple:
+        """(codec (PLAIN or a codec.NumericCodec), lowest coordinate, highest coordinate) of the
+        non-NULL values ((0, 0) when none)."""
+        if self.kind == "plain":
+            return PLAIN, float(self.lo), float(self.hi)
+        if self.kind == "offset":
+            return (NumericCodec("offset", float(self.lo), float(self.hi), base=self.lo), 0.0,
+                    float(self.hi - self.lo))
+        ok = self.ok if self.is_int else self.ok & ~np.isnan(self.raw)
+        values = _rank_fill(self.raw, ok, num, num_null, j)
+        self.raw = None
+        if self.is_int:
+            lo, hi = float(self.lo), float(self.hi)
+        else:
+            finite = values[np.isfinite(values)]
+            lo, hi = (float(finite[0]), float(finite[-1])) if finite.size else (0.0, 0.0)
+        return NumericCodec("rank", lo, hi, values=values), 0.0, float(max(values.size - 1, 0))
+
+
+@njit
+def _remap_codes(lut, out, j):
+    """out[:, j] = lut[out[:, j]] in place, code -1 (NULL) -> lut[-1] (the NULL leaf)."""
+    last = lut.shape[0] - 1
+    for i in range(out.shape[0]):
+        c = out[i, j]
+        out[i, j] = lut[c] if c >= 0 else lut[last]
 
 
 _WIDE_INT = {"UBIGINT", "HUGEINT", "UHUGEINT"}
@@ -257,29 +367,6 @@ def _check_int_range(con, plan):
 
 
 @njit
-def _int_extremes(vals, valid):
-    """(lo, hi, found) of the valid int64 values, exact."""
-    n = vals.shape[0]
-    has_mask = valid.shape[0] == n
-    lo = np.int64(0)
-    hi = np.int64(0)
-    found = False
-    for i in range(n):
-        if has_mask and not valid[i]:
-            continue
-        v = vals[i]
-        if not found:
-            lo = v
-            hi = v
-            found = True
-        elif v < lo:
-            lo = v
-        elif v > hi:
-            hi = v
-    return lo, hi, found
-
-
-@njit
 def _fill_int(vals, valid, base, sentinel, out, out_null, j):
     """out[:, j] = float(v - base); NULL -> sentinel with out_null set."""
     n = vals.shape[0]
@@ -293,34 +380,17 @@ def _fill_int(vals, valid, base, sentinel, out, out_null, j):
 
 
 @njit
-def _fill_numeric(vals, valid, out, out_null, j):
-    """Copy one float column into out[:, j] in one pass: NULL (``valid`` False, when given)
-    and NaN become the NULL sentinel (min - 1) with out_null set, per the NULL policy. Returns
-    (min, max) of the other values, (0, 0) when there are none."""
+def _fill_float(vals, valid, sentinel, out, out_null, j):
+    """out[:, j] = v; NULL (``valid`` False, when given) and NaN -> sentinel with out_null set."""
     n = vals.shape[0]
-    lo = np.inf
-    hi = -np.inf
     has_mask = valid.shape[0] == n
     for i in range(n):
-        v = float(vals[i])
-        if (has_mask and not valid[i]) or v != v:
-            continue
-        if v < lo:
-            lo = v
-        if v > hi:
-            hi = v
-    if lo > hi:
-        lo = 0.0
-        hi = 0.0
-    sentinel = lo - NULL_OFFSET
-    for i in range(n):
-        v = float(vals[i])
+        v = vals[i]
         if (has_mask and not valid[i]) or v != v:
             out[i, j] = sentinel
             out_null[i, j] = True
         else:
             out[i, j] = v
-    return lo, hi
 
 
 def _rank_fill(vals, ok, out, out_null, j):
@@ -332,42 +402,6 @@ def _rank_fill(vals, ok, out, out_null, j):
     out[:, j] = col
     out_null[:, j] = ~ok
     return values
-
-
-def _encode_int_column(vals, valid, out, out_null, j):
-    """Fill out[:, j] with the coordinates of an int64 column; returns (codec (None = plain),
-    lowest coordinate, highest coordinate) of the non-NULL values ((0, 0) when none)."""
-    vals = np.ascontiguousarray(vals, dtype=np.int64)
-    lo, hi, found = _int_extremes(vals, valid)
-    lo, hi = (int(lo), int(hi)) if found else (0, 0)
-    kind = choose_int(lo, hi)
-    if kind == "plain":
-        _fill_int(vals, valid, np.int64(0), float(lo) - NULL_OFFSET, out, out_null, j)
-        return PLAIN, float(lo), float(hi)
-    if kind == "offset":
-        _fill_int(vals, valid, np.int64(lo), -NULL_OFFSET, out, out_null, j)
-        return NumericCodec("offset", float(lo), float(hi), base=lo), 0.0, float(hi - lo)
-    ok = valid if valid.shape[0] == vals.shape[0] else np.ones(vals.shape[0], dtype=bool)
-    values = _rank_fill(vals, ok, out, out_null, j)
-    return (NumericCodec("rank", float(lo), float(hi), values=values), 0.0,
-            float(max(values.size - 1, 0)))
-
-
-def _encode_float_column(vals, valid, out, out_null, j):
-    """Fill out[:, j] with the coordinates of a float column (NaN = NULL); returns (codec,
-    lowest coordinate, highest coordinate) as ``_encode_int_column``."""
-    vals = np.ascontiguousarray(vals, dtype=np.float64)
-    lo, hi = _fill_numeric(vals, valid, out, out_null, j)
-    if sentinel_ok(lo, hi):
-        return PLAIN, lo, hi
-    ok = ~np.isnan(vals)
-    if valid.shape[0] == vals.shape[0]:
-        ok &= valid
-    values = _rank_fill(vals, ok, out, out_null, j)
-    finite = values[np.isfinite(values)]
-    flo, fhi = (float(finite[0]), float(finite[-1])) if finite.size else (0.0, 0.0)
-    return (NumericCodec("rank", flo, fhi, values=values), 0.0,
-            float(max(values.size - 1, 0)))
 
 
 @njit
