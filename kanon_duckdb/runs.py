@@ -64,8 +64,17 @@ RUNS_DDL = ("CREATE TABLE IF NOT EXISTS kanon_runs (\n    run_id BIGINT PRIMARY 
             + ",\n".join(f"    {name} {typ}" for name, typ in RUNS_COLUMNS) + "\n)")
 
 
+_N_COLUMNS = len(RUNS_COLUMNS) + 2  # + run_id, created_at
+
+
 def ensure_runs_table(con) -> None:
-    """Create kanon_runs, or add the columns a table from an earlier version lacks."""
+    """Create kanon_runs, or add the columns a table from an earlier version lacks. A complete
+    table costs one catalog look-up (every run records itself through here)."""
+    have = con.execute(
+        "SELECT column_count FROM duckdb_tables() WHERE table_name = 'kanon_runs' "
+        "AND schema_name = current_schema() AND database_name = current_database()").fetchall()
+    if have and have[0][0] == _N_COLUMNS:
+        return
     con.execute(RUNS_DDL)
     have = {r[0] for r in con.execute(
         "SELECT column_name FROM duckdb_columns() WHERE table_name = 'kanon_runs' "

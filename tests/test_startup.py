@@ -95,3 +95,28 @@ def test_numba_openmp_workers_do_not_spin_unless_the_user_says_so():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**env, "OMP_WAIT_POLICY": "ACTIVE"})
     assert out.stdout.strip() == "ACTIVE"
+
+
+def test_a_kanon_runs_table_of_an_earlier_version_gets_its_missing_columns(tmp_path):
+    # ensure_runs_table skips the DDL for a complete table (one catalog look-up per run); an
+    # older table (no qi_trees/num_lo/num_hi) must still be completed before a run records
+    import duckdb
+
+    import kanon_duckdb
+    from kanon_duckdb.runs import RUNS_DDL, RunRecord, record_run
+    path = str(tmp_path / "old.duckdb")
+    old = duckdb.connect(path)
+    ddl = "\n".join(line for line in RUNS_DDL.splitlines()
+                    if not line.strip().startswith(("qi_trees", "num_lo", "num_hi")))
+    old.execute(ddl.replace("DOUBLE[],\n)", "DOUBLE[]\n)").rstrip().rstrip(","))
+    before = {r[0] for r in old.execute("DESCRIBE kanon_runs").fetchall()}
+    old.close()
+    assert "qi_trees" not in before and "num_lo" not in before
+    con = kanon_duckdb.connect(path)
+    rec = RunRecord(source="t", k=2, algo="mondrian", qi=["a"], numeric_qi=["a"],
+                    categorical_qi=[], params={}, seed=0, n_rows=4, n_classes=2, n_suppressed=0,
+                    elapsed_s=0.1, qi_loss=[0.25], num_lo=[1.0], num_hi=[9.0], qi_trees=[None])
+    assert record_run(con, rec) == 1 and record_run(con, rec) == 2
+    assert con.execute("SELECT run_id, num_lo, num_hi, qi_trees FROM kanon_runs ORDER BY run_id"
+                       ).fetchall() == [(1, [1.0], [9.0], [None]), (2, [1.0], [9.0], [None])]
+    con.close()
