@@ -48,6 +48,9 @@ from ...errors import InvalidParameterError
 from ...params import declared
 from ..base import Algorithm, Partition, no_progress
 from ...qidata import QIData
+from ...privacy._kernels import add_row
+from ...privacy.spec import no_models
+from ._closing import active, best_fixer_ncp, cluster_ok, packed_of, place_cheapest
 from ._common import trivial_labels
 from ._ncp import (_remove, add_record, argmax_pair_dist, assign_to_cheapest, build_ncp_data,
                    n_threads, ncp_with, new_stats, run_in_chunks, smallest_ncp_with)
@@ -62,7 +65,8 @@ DEFAULT_COST = _SPECS["cost"].default
 # kernels
 
 @njit
-def _kmember_clusters(ds, st, U, pos, state, ec, k, max_clusters, nt, bc, bi, order):
+def _kmember_clusters(ds, st, U, pos, state, ec, k, max_clusters, nt, bc, bi, order, P, h, scr,
+                      dv):
     """Build up to ``max_clusters`` clusters of exactly k records.
 
     U      int64 (n,)  IN/OUT unassigned record ids in U[:m]; pos[r] = index of r in U
@@ -73,6 +77,9 @@ def _kmember_clusters(ds, st, U, pos, state, ec, k, max_clusters, nt, bc, bi, or
                        record ('random' seeds); empty: the furthest record from the previous seed
     nt     number of thread shares for the parallel scans
     bc/bi  float64/int64 (B,) scratch: the lazy candidate buffer
+    P, h, scr, dv  the privacy models (``_closing``): h (M+1,) the cluster's sensitive histogram;
+           a cluster of k records is closed only when it satisfies every model, else the
+           cheapest record that fixes it joins (``_closing.best_fixer_ncp``)
 
     Lazy greedy step: a scan keeps the B cheapest candidates by (cost, id) and the bound
     (tau, tau_id) below all others. As the cluster grows NCP(e U r) never decreases, so if the
@@ -95,6 +102,10 @@ def _kmember_clusters(ds, st, U, pos, state, ec, k, max_clusters, nt, bc, bi, or
         c = state[2]
         add_record(ds, st, c, s)
         ec[s] = c
+        closing = active(P)
+        if closing:
+            h[:] = 0.0
+            add_row(h, s, P, 1.0)
         cnt = 0
         tau = -np.inf
         tau_id = -1
@@ -117,6 +128,19 @@ def _kmember_clusters(ds, st, U, pos, state, ec, k, max_clusters, nt, bc, bi, or
             m -= 1
             add_record(ds, st, c, r)
             ec[r] = c
+            if closing:
+                add_row(h, r, P, 1.0)
+        size = k
+        while closing and not cluster_ok(h, size, P, scr):
+            r = best_fixer_ncp(ds, st, c, h, size, U, m, P, scr, dv)
+            if r < 0:
+                break  # no record fixes it: the final pass (privacy.enforce.repair) merges it
+            _remove(U, pos, m, r)
+            m -= 1
+            add_record(ds, st, c, r)
+            ec[r] = c
+            add_row(h, r, P, 1.0)
+            size += 1
         state[0] = m
         state[1] = s
         state[2] = c + 1
@@ -153,7 +177,7 @@ def kmember_labels(data: QIData, k: int, seed: int, progress=no_progress, cost: 
         return labels
     ec = np.full(n, -1, dtype=np.int64)
     cluster_rows(ds, np.arange(n, dtype=np.int64), k, np.random.default_rng(seed), ec,
-                 seed_choice, progress, info, buffer, n_threads())
+                 seed_choice, progress, info, buffer, n_threads(), packed_of(data))
     if info is not None:
         info.update(cost=cost)
     return ec
@@ -161,13 +185,15 @@ def kmember_labels(data: QIData, k: int, seed: int, progress=no_progress, cost: 
 
 def cluster_rows(ds, rows, k: int, rng: np.random.Generator, ec, seed_choice: str = "random",
                  progress=no_progress, info: dict | None = None, buffer: int | None = None,
-                 nt: int = 1) -> int:
+                 nt: int = 1, models=None) -> int:
     """k-member clustering of the records ``rows`` (int64, m >= 2k of them) of the bundle ``ds``.
 
     Writes cluster ids 0..C-1 (C = m // k) into ``ec[rows]`` (ec int64 (n,); entries of other
     rows are left alone) and returns C. Draws from ``rng`` as ``kmember_labels`` does (r0, a
     permutation of the m rows, a permutation of the leftovers), so on rows = 0..n-1 the result is
-    kmember_labels'. ``nt`` threads for the scans. O(m² / k · d).
+    kmember_labels'. ``nt`` threads for the scans. O(m² / k · d). ``models``: (P, scr_cols, M)
+    of ``_closing.packed_of`` (privacy models closed in the loop; fewer than C clusters may
+    result, the number made is returned); None: k alone.
     """
     m = int(rows.size)
     C = m // k
@@ -183,18 +209,26 @@ def cluster_rows(ds, rows, k: int, rng: np.random.Generator, ec, seed_choice: st
     B = int(buffer) if buffer else int(min(max(4 * k, 32), 1024))
     bc = np.empty(B)
     bi = np.empty(B, dtype=np.int64)
+    P, scr_cols, M = models if models is not None else (no_models(0).packed(), 1, 0)
+    h = np.zeros(M + 1)
+    scr = np.empty((4, scr_cols))
+    dv = np.zeros(M + 1)
 
     def step(budget):
-        _kmember_clusters(ds, st, U, pos, state, ec, k, budget, nt, bc, bi, order)
+        _kmember_clusters(ds, st, U, pos, state, ec, k, budget, nt, bc, bi, order, P, h, scr, dv)
         return state[2] / C, state[0] < k
 
     run_in_chunks(step, progress, first=4)
     left = np.sort(U[:int(state[0])])
     left = left[rng.permutation(left.size)]  # leftovers are taken in random order
-    assign_to_cheapest(ds, st, left, left.size, C, ec, False)
+    made = int(state[2])  # C, or fewer when closing under privacy models took extra records
+    if M:
+        place_cheapest(ds, st, left, left.size, made, ec, rows, P, scr_cols)
+    else:
+        assign_to_cheapest(ds, st, left, left.size, made, ec, False)
     if info is not None:
-        info.update(n_clusters=C, first_record=r0, scans=int(state[3]), seed_choice=seed_choice)
-    return C
+        info.update(n_clusters=made, first_record=r0, scans=int(state[3]), seed_choice=seed_choice)
+    return made
 
 
 def run(data: QIData, k: int, seed: int, params: dict, progress=no_progress) -> Partition:
