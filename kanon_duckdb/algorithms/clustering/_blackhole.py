@@ -55,6 +55,8 @@ from ... import interrupt
 from ..._numba_config import njit
 from ...qidata import QIData
 from ..base import Partition
+from ...privacy._kernels import classes_ok
+from ._closing import packed_of
 from ._exchange import cluster_ncps, exchange_toward
 from ._ncp import build_ncp_data, partition_il
 
@@ -127,10 +129,15 @@ def match_clusters(bh, n_bh, star, n_star):
     return mapping, overlap
 
 
-def fitness(ds, lab: np.ndarray, C: int, k: int, n_qi: int) -> float:
-    """Eq. 4: (privacy + utility) / 2, utility = total IL / (n·d) (the clustering's GCP)."""
+def fitness(ds, lab: np.ndarray, C: int, k: int, n_qi: int, models=None) -> float:
+    """Eq. 4: (privacy + utility) / 2, utility = total IL / (n·d) (the clustering's GCP).
+    privacy is 1 when a class is under k or (``models``: (P, scr_cols, M) of
+    ``_closing.packed_of``) violates a privacy model, so such a star never beats one that holds."""
     sizes = np.bincount(lab, minlength=C)
     privacy = 0.0 if sizes.min() >= k else 1.0
+    if models is not None and models[2] and not classes_ok(lab, C, models[0], models[1],
+                                                                  np.zeros(0)).all():
+        privacy = 1.0
     utility = partition_il(ds, lab, C) / (lab.shape[0] * max(n_qi, 1))
     return 0.5 * (privacy + utility)
 
@@ -194,13 +201,15 @@ def distance(a, ca, b, cb) -> float:
     return 1.0 - overlap / a.shape[0]
 
 
-def black_hole_search(ds, n, d, k, rng, init_star, n_stars, iterations, max_size, progress):
+def black_hole_search(ds, n, d, k, rng, init_star, n_stars, iterations, max_size, progress,
+                      models=None):
     """Run the black-hole search; returns (best labels, info dict).
 
     init_star(rng, should_stop) -> int64 labels of a new k-anonymous star (initial stars and
     the replacements of swallowed ones); it should poll ``should_stop()`` between chunks of work
     and raise :class:`Stopped` when it returns True. max_size: the largest class a move may
-    create (kab 2k-1, bha n).
+    create (kab 2k-1, bha n). models: (P, scr_cols, M) of ``_closing.packed_of``: a star with a
+    class violating a privacy model loses to every star without one (fitness).
     """
     n_stars = max(int(n_stars), 1)
     iterations = max(int(iterations), 0)
@@ -215,7 +224,7 @@ def black_hole_search(ds, n, d, k, rng, init_star, n_stars, iterations, max_size
         return [int(x) for x in rng.integers(0, 2**63 - 1, size=m)]
 
     def fit(s):
-        return fitness(ds, stars[s], counts[s], k, d)
+        return fitness(ds, stars[s], counts[s], k, d, models)
 
     def new_star(sd):
         return lambda ss: dense_labels(init_star(np.random.default_rng(sd), ss))
@@ -321,6 +330,6 @@ def run_black_hole(data: QIData, k: int, seed: int, params: dict, progress, init
         return init_star(data, ds, k, r, should_stop)
 
     lab, info = black_hole_search(ds, n, d, k, rng, make_star, params["stars"],
-                                  params["iterations"], max_size, progress)
+                                  params["iterations"], max_size, progress, packed_of(data))
     info["initializer"] = initializer
     return Partition(ec=lab.astype(np.int64), info=info)

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..._numba_config import njit
 from ...privacy import _kernels as K
-from ._ncp import add_record, il_increase, ncp_with, pair_dist
+from ._ncp import add_record, il_increase, ncp_with, new_stats, pair_dist
 
 DROP = 1e-12  # a record "fixes" a cluster when it lowers the shortfall by more than this
 
@@ -119,8 +119,8 @@ def best_fixer_ncp(ds, st, c, cnt, size, ids, m, P, scr, dv):
 
 
 @njit
-def best_fixer_dist(ds, s, cnt, size, ids, m, skip, P, scr, dv):
-    """The record of ids[:m] (not ``skip``-ped: skip[r] True) that lowers the cluster's shortfall
+def best_fixer_dist(ds, s, cnt, size, ids, m, labels, P, scr, dv):
+    """The unassigned record (labels[r] < 0) of ids[:m] that lowers the cluster's shortfall
     closest to record s (ties: larger drop, smaller id), or -1."""
     value_deltas(cnt, size, P, scr, dv)
     best = -1
@@ -128,7 +128,7 @@ def best_fixer_dist(ds, s, cnt, size, ids, m, skip, P, scr, dv):
     bd = 0.0
     for i in range(m):
         r = ids[i]
-        if skip[r]:
+        if labels[r] >= 0:
             continue
         d = row_delta(r, P, dv)
         if d >= -DROP:
@@ -232,9 +232,97 @@ def place_nearest(ds, rows, m, centers, C, labels, P, scr_cols):
 def packed_of(data):
     """(P, scr_cols, M) of the run's models for the kernels (k alone: an inactive P)."""
     from ...privacy import spec_of
-    from ...privacy.spec import empty_packed
+    from ...privacy.spec import no_models
     spec = spec_of(data)
     if spec is None:
-        P = empty_packed(data.n)
-        return P, 1, 0
+        return no_models(data.n).packed(), 1, 0
     return spec.packed(), spec.scr_cols, int(spec.p_glob.size)
+
+
+@njit
+def shortfall(cnt, size, P, scr):
+    """The guide of the module doc summed over the sensitive attributes (0 iff l / t hold)."""
+    s = 0.0
+    for a in range(P[3].shape[0] - 1):
+        s += _attr_shortfall(cnt, a, size, P, scr)
+    return s
+
+
+@njit
+def drop_with(cnt, size, r, P, scr):
+    """How much record r lowers the cluster's shortfall (> 0: it helps). O(M)."""
+    before = shortfall(cnt, size, P, scr)
+    K.add_row(cnt, r, P, 1.0)
+    after = shortfall(cnt, size + 1.0, P, scr)
+    K.add_row(cnt, r, P, -1.0)
+    return before - after
+
+
+@njit
+def fix_split(ds, ids, side, k, P, scr_cols):
+    """Close both halves of a split (info2means): while half X (ids with side == x) violates a
+    model, the record of the other half Y that lowers X's shortfall with the least NCP(X U {r})
+    moves to X, provided Y keeps k records and every model it satisfied. Returns the number of
+    records moved; the caller checks the halves again (``class_ok``).
+    O(moves · |ids| · (d + M))."""
+    m = ids.shape[0]
+    st = new_stats(ds, 2)
+    hist = np.zeros((2, P[5].shape[0] + 1))
+    size = np.zeros(2)
+    for i in range(m):
+        x = 1 if side[i] else 0
+        add_record(ds, st, x, ids[i])
+        K.add_row(hist[x], ids[i], P, 1.0)
+        size[x] += 1.0
+    scr = np.empty((4, scr_cols))
+    moved = 0
+    for x in range(2):
+        y = 1 - x
+        y_ok = K.class_ok(hist[y], size[y], P, scr)
+        while not K.class_ok(hist[x], size[x], P, scr):
+            best = -1
+            bv = np.inf
+            for i in range(m):
+                if (1 if side[i] else 0) != y or size[y] - 1.0 < k:
+                    continue
+                r = ids[i]
+                if drop_with(hist[x], size[x], r, P, scr) <= DROP:
+                    continue
+                if y_ok:
+                    K.add_row(hist[y], r, P, -1.0)
+                    keeps = K.class_ok(hist[y], size[y] - 1.0, P, scr)
+                    K.add_row(hist[y], r, P, 1.0)
+                    if not keeps:
+                        continue
+                v = ncp_with(ds, st, x, r)
+                if v < bv:
+                    bv = v
+                    best = i
+            if best < 0:
+                break
+            r = ids[best]
+            side[best] = x == 1
+            K.add_row(hist[y], r, P, -1.0)
+            K.add_row(hist[x], r, P, 1.0)
+            size[y] -= 1.0
+            size[x] += 1.0
+            add_record(ds, st, x, r)
+            moved += 1
+    return moved
+
+
+@njit
+def halves_ok(ids, side, P, scr_cols):
+    """(half side == False satisfies every model, half side == True does). Serial O(|ids| + M)."""
+    M = P[5].shape[0]
+    h0 = np.zeros(M + 1)
+    h1 = np.zeros(M + 1)
+    n1 = 0
+    for i in range(ids.shape[0]):
+        if side[i]:
+            K.add_row(h1, ids[i], P, 1.0)
+            n1 += 1
+        else:
+            K.add_row(h0, ids[i], P, 1.0)
+    scr = np.empty((4, scr_cols))
+    return K.class_ok(h0, ids.shape[0] - n1, P, scr), K.class_ok(h1, n1, P, scr)

@@ -18,6 +18,11 @@ Steps, following the paper's Algorithm 1 (Steps 1-18):
    is ever dropped. When fewer than k outliers were found they cannot form a class of their own:
    each goes back to the class whose IL = |e|·NCP grows least by taking it (possibly its own
    former partition). ``Partition.info['outlier_handling']`` says which case happened.
+Privacy models (``l``, ``t``..., issue 13): both Mondrian passes cut only where both sides
+satisfy every model (the outlier set's pass too, when the outlier set as a whole satisfies them);
+a row is pulled out as an outlier only while its partition keeps satisfying every model. What
+still violates (an outlier set that does not satisfy the models, outliers merged back) goes to the
+final pass (``privacy.enforce.repair``).
 4. Generalization (Steps 17-18) is the shared ``generalize`` step (ranges / LCA labels).
 
 ``Partition.info``: n_outliers, outlier_classes, cof_neighbors, cof_threshold, outlier_handling.
@@ -31,6 +36,8 @@ import dataclasses
 import numpy as np
 
 from ...params import declared
+from ...privacy import EXTRA_KEY, spec_of
+from ...privacy import _kernels as PK
 from ..base import Algorithm, Partition, no_progress
 from ...qidata import QIData
 from ..mondrian import partition_rows
@@ -78,8 +85,11 @@ def cof_scores(ds, ec: np.ndarray, n_neighbors: int, progress=no_progress) -> np
     return out
 
 
-def pick_outliers(ec: np.ndarray, cof: np.ndarray, k: int, threshold: float) -> np.ndarray:
-    """Rows with COF > threshold, at most |P| - k per class (highest COF first); sorted row ids."""
+def pick_outliers(ec: np.ndarray, cof: np.ndarray, k: int, threshold: float,
+                  spec=None) -> np.ndarray:
+    """Rows with COF > threshold, at most |P| - k per class (highest COF first); sorted row ids.
+    With privacy models (``spec``, a PrivacySpec) a row leaves its class only while the class
+    keeps satisfying every model (``privacy._kernels.class_ok``)."""
     cand = np.flatnonzero(cof > threshold)
     if cand.size == 0:
         return cand.astype(np.int64)
@@ -89,20 +99,33 @@ def pick_outliers(ec: np.ndarray, cof: np.ndarray, k: int, threshold: float) -> 
     room = sizes - k
     taken = np.zeros_like(sizes)
     keep = []
+    closing = spec is not None and spec.has_class_models
+    if closing:
+        P = spec.packed()
+        hist = PK.class_hist(ec, sizes.size, P, spec.row_w)
+        scr = np.empty((4, spec.scr_cols))
     for r in order:
         c = ec[r]
         if taken[c] < room[c]:
+            if closing:
+                PK.add_row(hist[c], r, P, -1.0)
+                if not PK.class_ok(hist[c], float(sizes[c] - taken[c] - 1), P, scr):
+                    PK.add_row(hist[c], r, P, 1.0)
+                    continue
             taken[c] += 1
             keep.append(r)
     return np.sort(np.asarray(keep, dtype=np.int64))
 
 
 def subset(data: QIData, rows: np.ndarray) -> QIData:
-    """The rows ``rows`` of ``data`` as a QIData (global ranges kept, so NCP stays comparable)."""
+    """The rows ``rows`` of ``data`` as a QIData (global ranges kept, so NCP stays comparable);
+    the run's privacy models come along (their table distribution stays the input's)."""
+    spec = spec_of(data)
     return dataclasses.replace(
         data, n=int(rows.size), num=np.ascontiguousarray(data.num[rows]),
         num_null=np.ascontiguousarray(data.num_null[rows]), cat=np.ascontiguousarray(data.cat[rows]),
-        extra={}, num_leaf=None if data.num_leaf is None else data.num_leaf[rows])
+        extra={} if spec is None else {EXTRA_KEY: spec.subset(rows)},
+        num_leaf=None if data.num_leaf is None else data.num_leaf[rows])
 
 
 def run(data: QIData, k: int, seed: int, params: dict, progress=no_progress) -> Partition:
@@ -113,7 +136,7 @@ def run(data: QIData, k: int, seed: int, params: dict, progress=no_progress) -> 
     ds = build_ncp_data(data)
     cof = cof_scores(ds, ec, n_neighbors, lambda f: progress(0.3 + 0.5 * f))
     progress(0.8)
-    out = pick_outliers(ec, cof, k, threshold)
+    out = pick_outliers(ec, cof, k, threshold, spec_of(data))
     C = int(ec.max()) + 1
     info = {"cof_threshold": threshold, "cof_neighbors": n_neighbors, "n_outliers": int(out.size),
             "mondrian_classes": C, "outlier_classes": 0}

@@ -29,6 +29,8 @@ import numpy as np
 from ..._numba_config import njit
 from ..base import Algorithm, no_progress
 from ...qidata import QIData
+from ...privacy._kernels import add_row
+from ._closing import active, best_fixer_dist, cluster_ok, packed_of, place_nearest
 from ._common import run_from_labels, trivial_labels
 from ._ncp import (_insert_sorted, _remove, assign_to_nearest, build_ncp_data,
                    leaf_costs_of_record, pair_dist, pair_dist_lc_bounded, run_in_chunks)
@@ -38,7 +40,8 @@ from ._ncp import (_insert_sorted, _remove, assign_to_nearest, build_ncp_data,
 # kernels
 
 @njit
-def _ika_clusters(ds, U, pos, mind, centroid, state, ec, k, max_clusters, bc, bi, lc):
+def _ika_clusters(ds, U, pos, mind, centroid, state, ec, k, max_clusters, bc, bi, lc, P, h, scr,
+                  dv):
     """Create up to ``max_clusters`` clusters.
 
     U/pos     int64 (n,)  IN/OUT unassigned ids in U[:m] and their positions
@@ -47,6 +50,8 @@ def _ika_clusters(ds, U, pos, mind, centroid, state, ec, k, max_clusters, bc, bi
     state     int64 (3,)  IN/OUT [m, clusters built, first centroid]
     bc/bi     scratch (k-1,) buffer of the closest records
     lc        scratch (sum_j L_j,) leaf costs of the current centroid
+    P, h, scr, dv  privacy models (``_closing``): a cluster of k records is closed only when it
+              satisfies every model, else the record nearest the centroid that fixes it joins
     """
     made = 0
     while state[0] >= k and made < max_clusters:
@@ -88,6 +93,21 @@ def _ika_clusters(ds, U, pos, mind, centroid, state, ec, k, max_clusters, bc, bi
             _remove(U, pos, m, r)
             m -= 1
             ec[r] = c
+        if active(P):
+            h[:] = 0.0
+            add_row(h, s, P, 1.0)
+            for q in range(cnt):
+                add_row(h, bi[q], P, 1.0)
+            size = cnt + 1
+            while not cluster_ok(h, size, P, scr):
+                r = best_fixer_dist(ds, s, h, size, U, m, ec, P, scr, dv)
+                if r < 0:
+                    break  # the final pass (privacy.enforce.repair) merges it
+                _remove(U, pos, m, r)
+                m -= 1
+                ec[r] = c
+                add_row(h, r, P, 1.0)
+                size += 1
         state[0] = m
         state[1] = c + 1
         made += 1
@@ -115,15 +135,23 @@ def ika_labels(data: QIData, k: int, seed: int, progress=no_progress, info: dict
     bc = np.empty(max(k - 1, 1))
     bi = np.empty(max(k - 1, 1), dtype=np.int64)
     lc = np.empty(int(ds.leaf_off[-1]))
+    P, scr_cols, M = packed_of(data)
+    h = np.zeros(M + 1)
+    scr = np.empty((4, scr_cols))
+    dv = np.zeros(M + 1)
 
     def step(budget):
-        _ika_clusters(ds, U, pos, mind, centroid, state, ec, k, budget, bc, bi, lc)
+        _ika_clusters(ds, U, pos, mind, centroid, state, ec, k, budget, bc, bi, lc, P, h, scr, dv)
         return state[1] / C, state[0] < k
 
     run_in_chunks(step, progress, first=8)
-    assign_to_nearest(ds, U, int(state[0]), centroid, C, ec, -1)
+    made = int(state[1])  # C, or fewer when closing under privacy models took extra records
+    if M:
+        place_nearest(ds, U, int(state[0]), centroid, made, ec, P, scr_cols)
+    else:
+        assign_to_nearest(ds, U, int(state[0]), centroid, made, ec, -1)
     if info is not None:
-        info.update(n_clusters=C, first_centroid=first)
+        info.update(n_clusters=made, first_centroid=first)
     return ec
 
 

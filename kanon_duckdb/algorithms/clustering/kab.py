@@ -30,10 +30,12 @@ from __future__ import annotations
 import numpy as np
 
 from ...params import declared
+from ...privacy.spec import no_models
 from ...qidata import QIData
 from ..base import Algorithm, Partition, no_progress
 from ..blocks import split_blocks
 from ._blackhole import Stopped, run_black_hole
+from ._closing import packed_of
 from .kab_kernels import assign_leftovers, ncp_clustering_chunk
 from .kmember import cluster_rows
 
@@ -44,8 +46,11 @@ STAR_BLOCK_ROWS = 500
 
 
 def ncp_clustering(ds, n: int, k: int, rng: np.random.Generator, progress=no_progress,
-                   should_stop=None) -> np.ndarray:
+                   should_stop=None, models=None) -> np.ndarray:
     """Algorithm 1 of the KAB paper on all n records; returns int64 labels (n,).
+
+    ``models``: (P, scr_cols, M) of ``_closing.packed_of`` (privacy models closed in the loop);
+    None: k alone.
 
     Works in chunks of clusters; between chunks it reports ``progress`` and raises
     ``_blackhole.Stopped`` if ``should_stop()`` is true.
@@ -59,12 +64,16 @@ def ncp_clustering(ds, n: int, k: int, rng: np.random.Generator, progress=no_pro
     seeds = np.empty(N, dtype=np.int64)
     buf = np.empty(n)
     per_call = max(1, _CHUNK_WORK // max(n, 1))
+    P, scr_cols, M = models if models is not None else (no_models(n).packed(), 1, 0)
+    h = np.zeros(M + 1)
+    scr = np.empty((4, scr_cols))
+    dv = np.zeros(M + 1)
     while not ncp_clustering_chunk(ds, pool, where, state, order, int(k), N, per_call, labels,
-                                   seeds, buf):
+                                   seeds, buf, P, h, scr, dv):
         progress(state[2] / N)
         if should_stop is not None and should_stop():
             raise Stopped()
-    assign_leftovers(ds, pool, int(state[0]), seeds, N, labels)
+    assign_leftovers(ds, pool, int(state[0]), seeds, int(state[2]), labels, P, scr_cols)
     progress(1.0)
     return labels
 
@@ -82,6 +91,7 @@ def kmember_star(data: QIData, ds, k: int, rng: np.random.Generator,
     n = data.n
     if k <= 1:
         return np.arange(n, dtype=np.int64)
+    models = packed_of(data)  # privacy models: k-member closes its clusters under them
     block_rows = int(rng.integers(STAR_BLOCK_ROWS, 2 * STAR_BLOCK_ROWS + 1))
     parts = split_blocks(data, k, block_rows) if n > block_rows else [np.arange(n, dtype=np.int64)]
     labels = np.empty(n, dtype=np.int64)
@@ -93,7 +103,7 @@ def kmember_star(data: QIData, ds, k: int, rng: np.random.Generator,
             labels[rows] = offset
             offset += 1
             continue
-        C = cluster_rows(ds, rows, k, rng, labels, "random")
+        C = cluster_rows(ds, rows, k, rng, labels, "random", models=models)
         labels[rows] += offset
         offset += C
     return labels
@@ -101,8 +111,8 @@ def kmember_star(data: QIData, ds, k: int, rng: np.random.Generator,
 
 def _init_star(init: str):
     if init == "algorithm1":
-        return lambda data, ds, k, rng, should_stop: ncp_clustering(ds, data.n, k, rng,
-                                                                    should_stop=should_stop)
+        return lambda data, ds, k, rng, should_stop: ncp_clustering(
+            ds, data.n, k, rng, should_stop=should_stop, models=packed_of(data))
     return lambda data, ds, k, rng, should_stop: kmember_star(data, ds, k, rng, should_stop)
 
 

@@ -18,6 +18,8 @@ kernel calls.
 import numpy as np
 
 from ..._numba_config import njit
+from ...privacy._kernels import add_row
+from ._closing import active, best_fixer_dist, cluster_ok, place_nearest
 from ._ncp import assign_to_nearest, leaf_costs_of_record, pair_dist_lc
 
 
@@ -47,7 +49,7 @@ def _compact(pool, where, m):
 
 @njit
 def ncp_clustering_chunk(ds, pool, where, state, order, k, n_clusters, max_new, labels, seeds,
-                         dist_buf):
+                         dist_buf, P, h, scr, dv):
     """Form up to ``max_new`` more clusters of Algorithm 1.
 
     pool     int64 (m,)  IN/OUT unassigned records in pool[:state[0]], in increasing record order
@@ -59,11 +61,14 @@ def ncp_clustering_chunk(ds, pool, where, state, order, k, n_clusters, max_new, 
     labels   int64 (n,)  OUT    cluster id (local, 0..n_clusters-1) of each assigned record
     seeds    int64 (n_clusters,) OUT seed record of each cluster
     dist_buf float64 (m,) scratch
-    Returns True when all n_clusters clusters exist (leftovers are not assigned yet).
+    P, h, scr, dv  privacy models (``_closing``): a cluster of k records is closed only when it
+             satisfies every model, else the record nearest its seed that fixes it joins
+    Returns True when all n_clusters clusters exist, or fewer than k records are left (closing
+    under privacy models can take more than k per cluster); leftovers are not assigned yet.
     """
     made = 0
     lc = np.empty(ds.leaf_off[-1])
-    while state[2] < n_clusters and made < max_new:
+    while state[2] < n_clusters and state[0] >= k and made < max_new:
         m = state[0]
         # next unassigned record in the random order
         while where[order[state[1]]] < 0:
@@ -102,13 +107,32 @@ def ncp_clustering_chunk(ds, pool, where, state, order, k, n_clusters, max_new, 
                         labels[pool[i]] = c
                         where[pool[i]] = -1
                         nc += 1
+        if active(P):
+            h[:] = 0.0
+            add_row(h, r, P, 1.0)
+            for i in range(m):
+                if labels[pool[i]] == c and pool[i] != r:
+                    add_row(h, pool[i], P, 1.0)
+            size = nc + 1
+            while not cluster_ok(h, size, P, scr):
+                q = best_fixer_dist(ds, r, h, size, pool, m, labels, P, scr, dv)
+                if q < 0:
+                    break  # the final pass (privacy.enforce.repair) merges it
+                labels[q] = c
+                where[q] = -1
+                add_row(h, q, P, 1.0)
+                size += 1
         state[0] = _compact(pool, where, m)
         state[2] = c + 1
         made += 1
-    return state[2] >= n_clusters
+    return state[2] >= n_clusters or state[0] < k
 
 
 @njit
-def assign_leftovers(ds, pool, m, seeds, n_clusters, labels):
-    """Algorithm 1 last step: each leftover record joins the cluster with the closest seed."""
-    assign_to_nearest(ds, pool, m, seeds, n_clusters, labels, 0)
+def assign_leftovers(ds, pool, m, seeds, n_clusters, labels, P, scr_cols):
+    """Algorithm 1 last step: each leftover record joins the cluster with the closest seed
+    (among those that keep satisfying the privacy models, ``_closing.place_nearest``)."""
+    if active(P):
+        place_nearest(ds, pool, m, seeds, n_clusters, labels, P, scr_cols)
+    else:
+        assign_to_nearest(ds, pool, m, seeds, n_clusters, labels, 0)

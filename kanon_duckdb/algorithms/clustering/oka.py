@@ -18,6 +18,12 @@ Our reading, stage by stage:
    fewer than k records; once none is left, the remaining records of R join their nearest cluster.
    Because K * k <= n, the pool always suffices to bring every cluster up to k.
 
+Privacy models (``l``, ``t``..., issue 13; ``_closing``): a cluster is closed in the adjustment
+stage. Trimming takes a record out of a cluster only while the cluster keeps satisfying every
+model (one that violates keeps all its records); the pool then goes first to clusters under k,
+then to violating clusters the record helps, then to the nearest cluster that stays satisfying.
+What still violates goes to the final pass (``privacy.enforce.repair``).
+
 The paper's centroid for categorical attributes is not spelled out in the summary; mean/mode is
 the usual k-means/k-prototypes reading, and the generalization-based distance in stage 1 is the
 one the issue prescribes. n < 2k gives K = 1: a single class of all rows.
@@ -32,6 +38,8 @@ import numpy as np
 from ..._numba_config import njit
 from ..base import Algorithm, no_progress
 from ...qidata import QIData
+from ...privacy._kernels import add_row
+from ._closing import DROP, active, cluster_ok, drop_with, histograms, packed_of
 from ._common import run_from_labels, trivial_labels
 from ._ncp import (add_record, build_ncp_data, cat_cost, ncp_with, ncp_with_bounded, new_stats,
                    run_in_chunks)
@@ -65,12 +73,17 @@ def _assign_pass(ds, st, order, start, stop, ec):
 
 
 @njit
-def _trim_overfull(ds, ec, members, offsets, k, removed):
+def _trim_overfull(ds, ec, members, offsets, k, removed, P, scr_cols):
     """Remove from each cluster larger than k its records furthest from the mean/mode centroid.
 
     members/offsets: rows grouped by cluster (members[offsets[c]:offsets[c+1]], ascending ids).
     OUT removed (bool (n,)); ec of removed rows is set to -1. Returns the number removed.
+    Privacy models (P, ``_closing``): a cluster that satisfies every model gives up a record only
+    while it keeps satisfying them; one that does not keeps all its records.
     """
+    closing = active(P)
+    scr = np.empty((4, scr_cols))
+    h = np.zeros(P[5].shape[0] + 1)
     dn = ds.num.shape[1]
     dc = ds.cat.shape[1]
     C = offsets.shape[0] - 1
@@ -124,13 +137,88 @@ def _trim_overfull(ds, ec, members, offsets, k, removed):
         # stable ascending sort; members are in ascending id, so walking from the end removes the
         # furthest first and, among equal distances, the larger id first
         order = np.argsort(dist, kind="mergesort")
-        taken = size - k
-        for q in range(taken):
+        if not closing:
+            taken = size - k
+            for q in range(taken):
+                r = members[a + order[size - 1 - q]]
+                removed[r] = True
+                ec[r] = -1
+            total += taken
+            continue
+        h[:] = 0.0
+        for q in range(a, b):
+            add_row(h, members[q], P, 1.0)
+        left = size
+        if not cluster_ok(h, left, P, scr):
+            continue
+        for q in range(size):
+            if left <= k:
+                break
             r = members[a + order[size - 1 - q]]
-            removed[r] = True
-            ec[r] = -1
-        total += taken
+            add_row(h, r, P, -1.0)
+            if cluster_ok(h, left - 1, P, scr):
+                removed[r] = True
+                ec[r] = -1
+                left -= 1
+                total += 1
+            else:
+                add_row(h, r, P, 1.0)
     return total
+
+
+@njit
+def _redistribute_closing(ds, st, pool, ec, k, P, scr_cols):
+    """_redistribute with privacy models: a pool record joins, by NCP(e U {r}), the nearest
+    cluster with < k records; else the nearest cluster that violates a model and that it helps
+    (``_closing.drop_with``); else its nearest cluster if that one keeps satisfying every model
+    with it, else the nearest one that does (the nearest of all when none does; the final pass
+    repairs). O(|pool| · (C d + V M)) for V violating clusters, plus a full scan with checks when
+    the nearest cluster would break."""
+    C = st.size.shape[0]
+    hist, size = histograms(ec, C, P)
+    scr = np.empty((4, scr_cols))
+    ok = np.empty(C, dtype=np.bool_)
+    for c in range(C):
+        ok[c] = cluster_ok(hist[c], size[c], P, scr)
+    for i in range(pool.shape[0]):
+        r = pool[i]
+        best = -1
+        bv = np.inf
+        for c in range(C):  # under k first
+            if size[c] < k:
+                v = ncp_with(ds, st, c, r)
+                if v < bv:
+                    best = c
+                    bv = v
+        if best < 0:
+            for c in range(C):  # then violating clusters r helps
+                if not ok[c] and drop_with(hist[c], size[c], r, P, scr) > DROP:
+                    v = ncp_with(ds, st, c, r)
+                    if v < bv:
+                        best = c
+                        bv = v
+        if best < 0:
+            best = _nearest_cluster(ds, st, r, C)
+            add_row(hist[best], r, P, 1.0)
+            keeps = not ok[best] or cluster_ok(hist[best], size[best] + 1.0, P, scr)
+            add_row(hist[best], r, P, -1.0)
+            if not keeps:
+                for c in range(C):
+                    if not ok[c]:
+                        continue
+                    v = ncp_with(ds, st, c, r)
+                    if v >= bv:
+                        continue
+                    add_row(hist[c], r, P, 1.0)
+                    if cluster_ok(hist[c], size[c] + 1.0, P, scr):
+                        best = c
+                        bv = v
+                    add_row(hist[c], r, P, -1.0)
+        add_record(ds, st, best, r)
+        ec[r] = best
+        add_row(hist[best], r, P, 1.0)
+        size[best] += 1.0
+        ok[best] = cluster_ok(hist[best], size[best], P, scr)
 
 
 @njit
@@ -204,12 +292,16 @@ def oka_labels(data: QIData, k: int, seed: int, progress=no_progress, info: dict
     offsets = np.zeros(K + 1, dtype=np.int64)
     offsets[1:] = np.cumsum(np.bincount(ec, minlength=K))
     removed = np.zeros(n, dtype=np.bool_)
-    n_removed = _trim_overfull(ds, ec, members, offsets, k, removed)
+    P, scr_cols, M = packed_of(data)
+    n_removed = _trim_overfull(ds, ec, members, offsets, k, removed, P, scr_cols)
     pool = np.flatnonzero(removed).astype(np.int64)
     pool = pool[rng.permutation(pool.size)]
     st = new_stats(ds, K)  # rebuilt from the kept rows (min/max cannot be decremented)
     _add_rows(ds, st, ec, np.flatnonzero(ec >= 0).astype(np.int64))
-    _redistribute(ds, st, pool, ec, k)
+    if M:
+        _redistribute_closing(ds, st, pool, ec, k, P, scr_cols)
+    else:
+        _redistribute(ds, st, pool, ec, k)
     progress(1.0)
     if info is not None:
         info.update(n_clusters=K, moved_in_adjustment=int(n_removed))
