@@ -98,23 +98,24 @@ def row_delta(r, P, dv):
 
 
 @njit
+def _better(v, d, r, bc, bd, best):
+    """(cost v, drop d, record r) beats the best so far: lower cost, then larger drop, then id."""
+    return v < bc or (v == bc and (d < bd or (d == bd and r < best)))
+
+
+@njit
 def best_fixer_ncp(ds, st, c, cnt, size, ids, m, P, scr, dv):
     """The record of ids[:m] that lowers cluster c's shortfall with the least NCP(c U {r}) (ties:
     larger drop, smaller id), or -1."""
     value_deltas(cnt, size, P, scr, dv)
-    best = -1
-    bc = np.inf
-    bd = 0.0
+    best, bc, bd = -1, np.inf, 0.0
     for i in range(m):
         r = ids[i]
         d = row_delta(r, P, dv)
-        if d >= -DROP:
-            continue
-        v = ncp_with(ds, st, c, r)
-        if v < bc or (v == bc and (d < bd or (d == bd and r < best))):
-            best = r
-            bc = v
-            bd = d
+        if d < -DROP:
+            v = ncp_with(ds, st, c, r)
+            if _better(v, d, r, bc, bd, best):
+                best, bc, bd = r, v, d
     return best
 
 
@@ -123,41 +124,21 @@ def best_fixer_dist(ds, s, cnt, size, ids, m, labels, P, scr, dv):
     """The unassigned record (labels[r] < 0) of ids[:m] that lowers the cluster's shortfall
     closest to record s (ties: larger drop, smaller id), or -1."""
     value_deltas(cnt, size, P, scr, dv)
-    best = -1
-    bc = np.inf
-    bd = 0.0
+    best, bc, bd = -1, np.inf, 0.0
     for i in range(m):
         r = ids[i]
-        if labels[r] >= 0:
-            continue
-        d = row_delta(r, P, dv)
-        if d >= -DROP:
-            continue
-        v = pair_dist(ds, s, r)
-        if v < bc or (v == bc and (d < bd or (d == bd and r < best))):
-            best = r
-            bc = v
-            bd = d
+        d = row_delta(r, P, dv) if labels[r] < 0 else 0.0
+        if d < -DROP:
+            v = pair_dist(ds, s, r)
+            if _better(v, d, r, bc, bd, best):
+                best, bc, bd = r, v, d
     return best
 
 
 @njit
-def histograms(labels, C, P):
-    """(hist float64 (C, M+1), size float64 (C,)) of the rows with labels >= 0."""
-    M = P[5].shape[0]
-    hist = np.zeros((C, M + 1))
-    size = np.zeros(C)
-    for r in range(labels.shape[0]):
-        c = labels[r]
-        if c >= 0:
-            K.add_row(hist[c], r, P, 1.0)
-            size[c] += 1.0
-    return hist, size
-
-
-@njit
 def histograms_of(rows, labels, C, P):
-    """``histograms`` over the rows ``rows`` only (labels of other rows are not read)."""
+    """(hist float64 (C, M+1), size float64 (C,)) of the rows ``rows`` with labels >= 0 (labels
+    of other rows are not read)."""
     M = P[5].shape[0]
     hist = np.zeros((C, M + 1))
     size = np.zeros(C)
@@ -167,6 +148,12 @@ def histograms_of(rows, labels, C, P):
             K.add_row(hist[c], rows[i], P, 1.0)
             size[c] += 1.0
     return hist, size
+
+
+@njit
+def histograms(labels, C, P):
+    """``histograms_of`` every row."""
+    return histograms_of(np.arange(labels.shape[0]), labels, C, P)
 
 
 @njit
