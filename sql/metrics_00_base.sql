@@ -162,71 +162,90 @@ CREATE OR REPLACE MACRO __kanon_is(x, v) AS CASE WHEN x::DOUBLE = v THEN 1 ELSE 
 --   row's published value), ncp (= ncp_sum / n, the mean NCP, as kanon_runs.qi_loss),
 --   il_sum (sum over rows of the height ratio), weight (the QI's weight in the run's loss,
 --   weights := scaled to mean 1 over the QIs; 1 without weights).
--- One pass over the table, grouped by the suppressed flag: numeric sums of the bounds (the sum of
--- the spans), counts of infinite and NULL bounds; categorical a histogram of the labels joined
--- with kanon_label_ncp.
+-- One pass over the table, grouped by the suppressed flag: plain sums of the numeric bounds (the
+-- sum of the spans), counts of NULL bounds, finite extremes; categorical a histogram of the labels
+-- joined with kanon_label_ncp. When a plain sum is not finite (an infinite bound, or a sum that
+-- overflows a double) a second pass (`exact`) recomputes the numeric sums split by magnitude and
+-- counts the infinite bounds; it reads no row otherwise, so the common case costs one pass.
+-- Column lists of kanon_qi_loss, each with its padding column last (COLUMNS(list) selects them in
+-- table order; the padding columns are the last ones of the table). A list, not a lambda: DuckDB
+-- evaluates it once per COLUMNS instead of once per column of the table.
+CREATE OR REPLACE MACRO __kanon_lo_cols(tbl) AS __kanon_meta(tbl).lo_cols || ['__kanon_pad_lo'];
+CREATE OR REPLACE MACRO __kanon_hi_cols(tbl) AS __kanon_meta(tbl).hi_cols || ['__kanon_pad_hi'];
+CREATE OR REPLACE MACRO __kanon_bounds(tbl) AS __kanon_lo_cols(tbl) || __kanon_hi_cols(tbl);
+CREATE OR REPLACE MACRO __kanon_cat_cols(tbl) AS __kanon_meta(tbl).cat_qi || ['__kanon_pad_cat'];
+CREATE OR REPLACE MACRO __kanon_prefixed(prefix, cols) AS list_transform(cols, lambda c: prefix || c);
+
 CREATE OR REPLACE MACRO kanon_qi_loss(tbl) AS TABLE
-WITH agg AS (   -- one pass, grouped by the suppressed flag; every aggregate is per column
+WITH agg AS MATERIALIZED (   -- one pass, grouped by the suppressed flag (2 rows, shared by both parts)
     SELECT suppressed AS __kanon_sup, count(*) AS __kanon_n,
-        -- sums of the finite bounds, split so that values near 1e308 cannot overflow the sum
-        sum(__kanon_small(COLUMNS(lambda x: x IN ('__kanon_pad_lo', '__kanon_pad_hi') OR list_contains(__kanon_meta(tbl).lo_cols, x) OR list_contains(__kanon_meta(tbl).hi_cols, x)))) AS 'sa_\0',
-        sum(__kanon_big(COLUMNS(lambda x: x IN ('__kanon_pad_lo', '__kanon_pad_hi') OR list_contains(__kanon_meta(tbl).lo_cols, x) OR list_contains(__kanon_meta(tbl).hi_cols, x)))) AS 'sb_\0',
-        -- infinite bounds count as the global finite extremes (ncp.py)
-        sum(__kanon_is(COLUMNS(lambda x: x IN ('__kanon_pad_lo', '__kanon_pad_hi') OR list_contains(__kanon_meta(tbl).lo_cols, x) OR list_contains(__kanon_meta(tbl).hi_cols, x)), 'inf'::DOUBLE)) AS 'pi_\0',
-        sum(__kanon_is(COLUMNS(lambda x: x IN ('__kanon_pad_lo', '__kanon_pad_hi') OR list_contains(__kanon_meta(tbl).lo_cols, x) OR list_contains(__kanon_meta(tbl).hi_cols, x)), '-inf'::DOUBLE)) AS 'ni_\0',
-        count(COLUMNS(lambda x: x = '__kanon_pad_lo' OR list_contains(__kanon_meta(tbl).lo_cols, x))) AS 'nn_\0',
-        min(__kanon_finite(COLUMNS(lambda x: x = '__kanon_pad_lo' OR list_contains(__kanon_meta(tbl).lo_cols, x)))) AS 'fl_\0',
-        max(__kanon_finite(COLUMNS(lambda x: x = '__kanon_pad_hi' OR list_contains(__kanon_meta(tbl).hi_cols, x)))) AS 'fh_\0',
-        histogram(COLUMNS(lambda x: x = '__kanon_pad_cat' OR list_contains(__kanon_meta(tbl).cat_qi, x)))
+        sum(COLUMNS(__kanon_bounds(tbl))::DOUBLE) AS 'sa_\0',
+        count(COLUMNS(__kanon_lo_cols(tbl))) AS 'nn_\0',
+        min(COLUMNS(__kanon_lo_cols(tbl))::DOUBLE) AS 'fl_\0',
+        max(COLUMNS(__kanon_hi_cols(tbl))::DOUBLE) AS 'fh_\0',
+        histogram(COLUMNS(__kanon_cat_cols(tbl)))
             AS 'hist_\0'
     FROM (SELECT *, NULL::DOUBLE AS __kanon_pad_lo, NULL::DOUBLE AS __kanon_pad_hi,
                  NULL::VARCHAR AS __kanon_pad_cat
           FROM query_table(tbl))
     GROUP BY suppressed
 ),
-lists AS (
+plain AS (
     SELECT coalesce(__kanon_sup, false) AS sup, __kanon_n AS n,
-        list_value(*COLUMNS(lambda x: x = 'sa___kanon_pad_lo' OR (starts_with(x, 'sa_')
-            AND list_contains(__kanon_meta(tbl).lo_cols, substr(x, 4))))) AS sa_lo,
-        list_value(*COLUMNS(lambda x: x = 'sa___kanon_pad_hi' OR (starts_with(x, 'sa_')
-            AND list_contains(__kanon_meta(tbl).hi_cols, substr(x, 4))))) AS sa_hi,
-        list_value(*COLUMNS(lambda x: x = 'sb___kanon_pad_lo' OR (starts_with(x, 'sb_')
-            AND list_contains(__kanon_meta(tbl).lo_cols, substr(x, 4))))) AS sb_lo,
-        list_value(*COLUMNS(lambda x: x = 'sb___kanon_pad_hi' OR (starts_with(x, 'sb_')
-            AND list_contains(__kanon_meta(tbl).hi_cols, substr(x, 4))))) AS sb_hi,
-        list_value(*COLUMNS(lambda x: x = 'pi___kanon_pad_lo' OR (starts_with(x, 'pi_')
-            AND list_contains(__kanon_meta(tbl).lo_cols, substr(x, 4))))) AS pi_lo,
-        list_value(*COLUMNS(lambda x: x = 'pi___kanon_pad_hi' OR (starts_with(x, 'pi_')
-            AND list_contains(__kanon_meta(tbl).hi_cols, substr(x, 4))))) AS pi_hi,
-        list_value(*COLUMNS(lambda x: x = 'ni___kanon_pad_lo' OR (starts_with(x, 'ni_')
-            AND list_contains(__kanon_meta(tbl).lo_cols, substr(x, 4))))) AS ni_lo,
-        list_value(*COLUMNS(lambda x: x = 'ni___kanon_pad_hi' OR (starts_with(x, 'ni_')
-            AND list_contains(__kanon_meta(tbl).hi_cols, substr(x, 4))))) AS ni_hi,
-        list_value(*COLUMNS(lambda x: x = 'nn___kanon_pad_lo' OR (starts_with(x, 'nn_')
-            AND list_contains(__kanon_meta(tbl).lo_cols, substr(x, 4))))) AS nn_lo,
-        list_value(*COLUMNS(lambda x: x = 'fl___kanon_pad_lo' OR (starts_with(x, 'fl_')
-            AND list_contains(__kanon_meta(tbl).lo_cols, substr(x, 4))))) AS fl_lo,
-        list_value(*COLUMNS(lambda x: x = 'fh___kanon_pad_hi' OR (starts_with(x, 'fh_')
-            AND list_contains(__kanon_meta(tbl).hi_cols, substr(x, 4))))) AS fh_hi,
-        list_value(*COLUMNS(lambda x: starts_with(x, 'hist_'))) AS hist
+        list_value(*COLUMNS(__kanon_prefixed('sa_', __kanon_lo_cols(tbl)))) AS sa_lo,
+        list_value(*COLUMNS(__kanon_prefixed('sa_', __kanon_hi_cols(tbl)))) AS sa_hi,
+        list_value(*COLUMNS(__kanon_prefixed('nn_', __kanon_lo_cols(tbl)))) AS nn_lo,
+        list_value(*COLUMNS(__kanon_prefixed('fl_', __kanon_lo_cols(tbl)))) AS fl_lo,
+        list_value(*COLUMNS(__kanon_prefixed('fh_', __kanon_hi_cols(tbl)))) AS fh_hi,
+        list_value(*COLUMNS(__kanon_prefixed('hist_', __kanon_cat_cols(tbl)))) AS hist
     FROM agg
 ),
-num AS (   -- one row per (suppressed flag, numeric QI)
+all_finite AS (   -- every plain sum finite: no infinite bound, no overflow (NULL: no value)
+    SELECT coalesce(bool_and(list_bool_and(list_transform(sa_lo || sa_hi,
+               lambda v: v IS NULL OR isfinite(v)))), true) AS ok
+    FROM plain
+),
+exact AS MATERIALIZED (   -- only when a plain sum is not finite (no row read otherwise): per bound column,
+             -- sums split so that values near 1e308 cannot overflow, infinite bounds counted
+             -- (they count as the global finite extremes, ncp.py), finite extremes
+    WITH bounds AS (
+        SELECT suppressed AS __kanon_sup, COLUMNS(__kanon_bounds(tbl))::DOUBLE
+        FROM (SELECT *, NULL::DOUBLE AS __kanon_pad_lo, NULL::DOUBLE AS __kanon_pad_hi
+              FROM query_table(tbl)) t
+        -- an empty join side when every sum is finite: the table is not scanned
+        JOIN (SELECT unnest([false, true]) AS go FROM all_finite WHERE NOT ok) g
+          ON g.go = coalesce(t.suppressed, false)
+    ),
+    cells AS (UNPIVOT bounds ON COLUMNS(* EXCLUDE (__kanon_sup)) INTO NAME col VALUE v)
+    SELECT coalesce(__kanon_sup, false) AS sup, col,
+           sum(__kanon_small(v)) AS sa, sum(__kanon_big(v)) AS sb,
+           count_if(v = 'inf'::DOUBLE) AS pi, count_if(v = '-inf'::DOUBLE) AS ni,
+           min(__kanon_finite(v)) AS fmin, max(__kanon_finite(v)) AS fmax
+    FROM cells GROUP BY ALL
+),
+num_plain AS (   -- one row per (suppressed flag, numeric QI)
     SELECT sup, n, unnest(__kanon_meta(tbl).num_qi) AS qi,
+           unnest(__kanon_meta(tbl).lo_cols) AS lo_col, unnest(__kanon_meta(tbl).hi_cols) AS hi_col,
            unnest(__kanon_meta(tbl).num_lo) AS mlo, unnest(__kanon_meta(tbl).num_hi) AS mhi,
            unnest(__kanon_meta(tbl).num_w) AS w,
-           unnest(sa_lo[:len(__kanon_meta(tbl).num_qi)]) AS sa_lo,
-           unnest(sa_hi[:len(__kanon_meta(tbl).num_qi)]) AS sa_hi,
-           unnest(sb_lo[:len(__kanon_meta(tbl).num_qi)]) AS sb_lo,
-           unnest(sb_hi[:len(__kanon_meta(tbl).num_qi)]) AS sb_hi,
-           unnest(pi_lo[:len(__kanon_meta(tbl).num_qi)]) AS pi_lo,
-           unnest(pi_hi[:len(__kanon_meta(tbl).num_qi)]) AS pi_hi,
-           unnest(ni_lo[:len(__kanon_meta(tbl).num_qi)]) AS ni_lo,
-           unnest(ni_hi[:len(__kanon_meta(tbl).num_qi)]) AS ni_hi,
+           unnest(sa_lo[:len(__kanon_meta(tbl).num_qi)]) AS psa_lo,
+           unnest(sa_hi[:len(__kanon_meta(tbl).num_qi)]) AS psa_hi,
            unnest(nn_lo[:len(__kanon_meta(tbl).num_qi)]) AS cnt,
-           unnest(fl_lo[:len(__kanon_meta(tbl).num_qi)]) AS flo,
-           unnest(fh_hi[:len(__kanon_meta(tbl).num_qi)]) AS fhi
-    FROM lists
+           unnest(fl_lo[:len(__kanon_meta(tbl).num_qi)]) AS pflo,
+           unnest(fh_hi[:len(__kanon_meta(tbl).num_qi)]) AS pfhi
+    FROM plain
+),
+num AS (   -- the exact pass where it ran, else the plain sums (nothing split, no infinity)
+    SELECT n.sup, n.n, n.qi, n.mlo, n.mhi, n.w, n.cnt,
+           CASE WHEN f.ok THEN n.psa_lo ELSE el.sa END AS sa_lo,
+           CASE WHEN f.ok THEN n.psa_hi ELSE eh.sa END AS sa_hi,
+           el.sb AS sb_lo, eh.sb AS sb_hi, el.pi AS pi_lo, eh.pi AS pi_hi,
+           el.ni AS ni_lo, eh.ni AS ni_hi,
+           CASE WHEN f.ok THEN n.pflo ELSE el.fmin END AS flo,
+           CASE WHEN f.ok THEN n.pfhi ELSE eh.fmax END AS fhi
+    FROM num_plain n CROSS JOIN all_finite f
+    LEFT JOIN exact el ON el.sup = n.sup AND el.col = n.lo_col
+    LEFT JOIN exact eh ON eh.sup = n.sup AND eh.col = n.hi_col
 ),
 num_rng AS (   -- the run's global range, else the finite published range over every row
     SELECT *, coalesce(mlo, min(flo) OVER (PARTITION BY qi)) AS rlo,
@@ -238,7 +257,8 @@ num_loss AS (   -- sum of spans / range on halves (no overflow) + 1 per NULL ran
            sum(CASE WHEN sup THEN n
                     ELSE (CASE WHEN rhi > rlo THEN
                               ((coalesce(sa_hi, 0) / 2 - coalesce(sa_lo, 0) / 2)
-                               + (pi_hi - pi_lo) * (rhi / 2) + (ni_hi - ni_lo) * (rlo / 2))
+                               + (coalesce(pi_hi, 0) - coalesce(pi_lo, 0)) * (rhi / 2)
+                               + (coalesce(ni_hi, 0) - coalesce(ni_lo, 0)) * (rlo / 2))
                               / (rhi / 2 - rlo / 2)
                               + (coalesce(sb_hi, 0) / 2 - coalesce(sb_lo, 0) / 2)
                                 * (1e100 / (rhi / 2 - rlo / 2))
@@ -251,7 +271,7 @@ cat AS (
     SELECT sup, n, unnest(__kanon_meta(tbl).cat_qi) AS qi,
            unnest(__kanon_meta(tbl).cat_w) AS w,
            unnest(hist[:len(__kanon_meta(tbl).cat_qi)]) AS hist
-    FROM lists
+    FROM plain
 ),
 cat_counts AS (
     SELECT qi, unnest(map_keys(hist))::VARCHAR AS label, unnest(map_values(hist)) AS cnt
