@@ -12,7 +12,6 @@ from typing import Callable
 import numpy as np
 
 from ..progress import ProgressFn, no_progress  # noqa: F401 - the algorithms import them from here
-from ..qidata import PackedTrees, QIData, pack_trees  # noqa: F401 - re-export while helpers move their imports
 
 
 @dataclass

@@ -25,7 +25,7 @@ Data bundle ``ds`` (an :class:`NCPData` named tuple; build it once with :func:`b
     null_cost float64 (dn,)     NCP charged for a NULL-holding cluster (weight_j * ncp.NULL_NCP)
     cat       int32   (n, dc)   leaf ordinal per categorical QI
     leaf_node int32, leaf_off int64, parent int32, leaf_hi int32, node_off int64: packed trees
-              (base.pack_trees; local node ids, add node_off[j] / leaf_off[j])
+              (qidata.pack_trees; local node ids, add node_off[j] / leaf_off[j])
     node_cost float64 (total nodes,) packed per-node cost (weight_j * NCP or height ratio)
     pair_off  int64   (dc + 1,) offsets into pair_cost; pair_off[j+1] == pair_off[j] when tree j
               is too large for a table (> PAIR_TABLE_MAX_LEAVES leaves; the LCA walk is used then)

@@ -4,7 +4,7 @@ Data layout: ``W`` float64 (n, d), row-major working copy of the QIs (numeric va
 ordinal of a categorical value) that is permuted together with ``perm`` (original row ids) as
 segments split, so every segment is a contiguous block and all passes read memory sequentially.
 A categorical dimension j has ``dims.tree_of[j] >= 0`` naming its packed tree. The kernels take
-three bundles besides the rows: :class:`Dims` (per-dimension facts), ``base.PackedTrees`` (the
+three bundles besides the rows: :class:`Dims` (per-dimension facts), ``qidata.PackedTrees`` (the
 taxonomies) and :class:`Scratch` (per-thread buffers).
 
 Work is breadth-first: every round processes all open segments in parallel (``prange``); each
@@ -109,7 +109,7 @@ def _tree_cut(W, s, e, j, k, t, trees, seg_lo, seg_hi, sc):
     the median row compete on the row-weighted NCP of the two sides (a side left with one child
     drops to that child); if neither is allowable, the most balanced allowable boundary.
     Requires seg_lo[j] < seg_hi[j] (the kernel cuts only dimensions of positive width).
-    ``t`` is the dimension's packed tree (``trees``: ``base.PackedTrees``), ``sc`` a
+    ``t`` is the dimension's packed tree (``trees``: ``qidata.PackedTrees``), ``sc`` a
     :class:`Scratch`. O(e-s + leaves under the LCA); O(e-s) when the LCA's children are leaves
     (flat trees, the default for a QI without a taxonomy) and outnumber the rows, see
     ``_leaf_children_cut``."""
@@ -315,7 +315,7 @@ def _process_segment(W, perm, s, e, k, dims, trees, sc, P):
     A cut is allowable when both sides have k rows and satisfy every privacy model of ``P``
     (``privacy._kernels.split_ok``, linear in the segment; skipped for k alone).
 
-    ``dims`` (:class:`Dims`), ``trees`` (``base.PackedTrees``), ``sc`` (:class:`Scratch`).
+    ``dims`` (:class:`Dims`), ``trees`` (``qidata.PackedTrees``), ``sc`` (:class:`Scratch`).
     """
     d = W.shape[1]
     if e - s < 2 * k:
