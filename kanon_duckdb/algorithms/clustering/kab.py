@@ -82,8 +82,8 @@ def kmember_star(data: QIData, ds, k: int, rng: np.random.Generator,
                  should_stop=None) -> np.ndarray:
     """An initial star: k-member clustering (random seeds; Wang, Liu, Gao's Table III seeding) of
     the NCP bundle ``ds`` inside Mondrian blocks of a random size in
-    [STAR_BLOCK_ROWS, 2·STAR_BLOCK_ROWS] rows (``blocks.split_blocks``; one block when n is below
-    that size); int64 labels (n,).
+    [STAR_BLOCK_ROWS, 2·STAR_BLOCK_ROWS] rows (``blocks.split_blocks``; one block when n is at
+    most 4·STAR_BLOCK_ROWS); int64 labels (n,).
 
     Cost O(n · block_rows / k · d) instead of k-member's O(n² / k · d); the random block size and
     k-member's random seeds make the stars differ. Polls ``should_stop`` between blocks.
@@ -93,7 +93,10 @@ def kmember_star(data: QIData, ds, k: int, rng: np.random.Generator,
         return np.arange(n, dtype=np.int64)
     models = packed_of(data)  # privacy models: k-member closes its clusters under them
     block_rows = int(rng.integers(STAR_BLOCK_ROWS, 2 * STAR_BLOCK_ROWS + 1))
-    parts = split_blocks(data, k, block_rows) if n > block_rows else [np.arange(n, dtype=np.int64)]
+    if n > 4 * STAR_BLOCK_ROWS:
+        parts = split_blocks(data, k, block_rows)
+    else:  # small tables (and partition-then-cluster blocks): k-member on all rows, no Mondrian
+        parts = [np.arange(n, dtype=np.int64)]
     labels = np.empty(n, dtype=np.int64)
     offset = 0
     for rows in parts:
