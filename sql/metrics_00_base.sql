@@ -157,6 +157,15 @@ CREATE OR REPLACE MACRO __kanon_big(x) AS
     CASE WHEN isfinite(x::DOUBLE) AND abs(x::DOUBLE) > 1e290 THEN x::DOUBLE * 1e-100 END;
 CREATE OR REPLACE MACRO __kanon_is(x, v) AS CASE WHEN x::DOUBLE = v THEN 1 ELSE 0 END;
 
+-- Column lists of kanon_qi_loss, each with its padding column last (COLUMNS(list) selects them in
+-- table order; the padding columns are the last ones of the table). A list, not a lambda: DuckDB
+-- evaluates it once per COLUMNS instead of once per column of the table.
+CREATE OR REPLACE MACRO __kanon_lo_cols(tbl) AS __kanon_meta(tbl).lo_cols || ['__kanon_pad_lo'];
+CREATE OR REPLACE MACRO __kanon_hi_cols(tbl) AS __kanon_meta(tbl).hi_cols || ['__kanon_pad_hi'];
+CREATE OR REPLACE MACRO __kanon_bounds(tbl) AS __kanon_lo_cols(tbl) || __kanon_hi_cols(tbl);
+CREATE OR REPLACE MACRO __kanon_cat_cols(tbl) AS __kanon_meta(tbl).cat_qi || ['__kanon_pad_cat'];
+CREATE OR REPLACE MACRO __kanon_prefixed(prefix, cols) AS list_transform(cols, lambda c: prefix || c);
+
 -- kanon_qi_loss(tbl): one row per QI of the anonymized table `tbl`:
 --   qi, kind ('numeric' | 'categorical'), n (rows), ncp_sum (sum over rows of the NCP of the
 --   row's published value), ncp (= ncp_sum / n, the mean NCP, as kanon_runs.qi_loss),
@@ -167,15 +176,6 @@ CREATE OR REPLACE MACRO __kanon_is(x, v) AS CASE WHEN x::DOUBLE = v THEN 1 ELSE 
 -- joined with kanon_label_ncp. When a plain sum is not finite (an infinite bound, or a sum that
 -- overflows a double) a second pass (`exact`) recomputes the numeric sums split by magnitude and
 -- counts the infinite bounds; it reads no row otherwise, so the common case costs one pass.
--- Column lists of kanon_qi_loss, each with its padding column last (COLUMNS(list) selects them in
--- table order; the padding columns are the last ones of the table). A list, not a lambda: DuckDB
--- evaluates it once per COLUMNS instead of once per column of the table.
-CREATE OR REPLACE MACRO __kanon_lo_cols(tbl) AS __kanon_meta(tbl).lo_cols || ['__kanon_pad_lo'];
-CREATE OR REPLACE MACRO __kanon_hi_cols(tbl) AS __kanon_meta(tbl).hi_cols || ['__kanon_pad_hi'];
-CREATE OR REPLACE MACRO __kanon_bounds(tbl) AS __kanon_lo_cols(tbl) || __kanon_hi_cols(tbl);
-CREATE OR REPLACE MACRO __kanon_cat_cols(tbl) AS __kanon_meta(tbl).cat_qi || ['__kanon_pad_cat'];
-CREATE OR REPLACE MACRO __kanon_prefixed(prefix, cols) AS list_transform(cols, lambda c: prefix || c);
-
 CREATE OR REPLACE MACRO kanon_qi_loss(tbl) AS TABLE
 WITH agg AS MATERIALIZED (   -- one pass, grouped by the suppressed flag (2 rows, shared by both parts)
     SELECT suppressed AS __kanon_sup, count(*) AS __kanon_n,
