@@ -100,8 +100,8 @@ FROM full_;
 -- tree its run used, __kanon_meta(tbl).cat_trees, or '*' of the implicit flat tree): has_tree, ncp, height_ratio and info_ratio
 -- (log leaves(label) / log leaves(root), eq. 3 of Yuan et al., see info_loss).
 CREATE OR REPLACE MACRO kanon_label_ncp(tbl) AS TABLE
-WITH qis AS (SELECT unnest(__kanon_meta(tbl).cat_qi) AS qi,
-                    unnest(__kanon_meta(tbl).cat_trees) AS tree),
+WITH qis AS (SELECT unnest(m.cat_qi) AS qi, unnest(m.cat_trees) AS tree
+             FROM (SELECT __kanon_meta(tbl) AS m)),
 tree AS (
     SELECT q.qi, n.* FROM qis q JOIN kanon_taxonomy_nodes() n ON n.attr = q.tree
 )
@@ -164,7 +164,6 @@ CREATE OR REPLACE MACRO __kanon_lo_cols(tbl) AS __kanon_meta(tbl).lo_cols || ['_
 CREATE OR REPLACE MACRO __kanon_hi_cols(tbl) AS __kanon_meta(tbl).hi_cols || ['__kanon_pad_hi'];
 CREATE OR REPLACE MACRO __kanon_bounds(tbl) AS __kanon_lo_cols(tbl) || __kanon_hi_cols(tbl);
 CREATE OR REPLACE MACRO __kanon_cat_cols(tbl) AS __kanon_meta(tbl).cat_qi || ['__kanon_pad_cat'];
-CREATE OR REPLACE MACRO __kanon_prefixed(prefix, cols) AS list_transform(cols, lambda c: prefix || c);
 
 -- kanon_qi_loss(tbl): one row per QI of the anonymized table `tbl`:
 --   qi, kind ('numeric' | 'categorical'), n (rows), ncp_sum (sum over rows of the NCP of the
@@ -179,7 +178,8 @@ CREATE OR REPLACE MACRO __kanon_prefixed(prefix, cols) AS list_transform(cols, l
 CREATE OR REPLACE MACRO kanon_qi_loss(tbl) AS TABLE
 WITH agg AS MATERIALIZED (   -- one pass, grouped by the suppressed flag (2 rows, shared by both parts)
     SELECT suppressed AS __kanon_sup, count(*) AS __kanon_n,
-        sum(COLUMNS(__kanon_bounds(tbl))::DOUBLE) AS 'sa_\0',
+        sum(COLUMNS(__kanon_lo_cols(tbl))::DOUBLE) AS 'sl_\0',
+        sum(COLUMNS(__kanon_hi_cols(tbl))::DOUBLE) AS 'sh_\0',
         count(COLUMNS(__kanon_lo_cols(tbl))) AS 'nn_\0',
         min(COLUMNS(__kanon_lo_cols(tbl))::DOUBLE) AS 'fl_\0',
         max(COLUMNS(__kanon_hi_cols(tbl))::DOUBLE) AS 'fh_\0',
@@ -190,14 +190,11 @@ WITH agg AS MATERIALIZED (   -- one pass, grouped by the suppressed flag (2 rows
           FROM query_table(tbl))
     GROUP BY suppressed
 ),
-plain AS (
+plain AS (   -- agg's columns picked by prefix (one per aggregate, in agg's order; no UDF call)
     SELECT coalesce(__kanon_sup, false) AS sup, __kanon_n AS n,
-        list_value(*COLUMNS(__kanon_prefixed('sa_', __kanon_lo_cols(tbl)))) AS sa_lo,
-        list_value(*COLUMNS(__kanon_prefixed('sa_', __kanon_hi_cols(tbl)))) AS sa_hi,
-        list_value(*COLUMNS(__kanon_prefixed('nn_', __kanon_lo_cols(tbl)))) AS nn_lo,
-        list_value(*COLUMNS(__kanon_prefixed('fl_', __kanon_lo_cols(tbl)))) AS fl_lo,
-        list_value(*COLUMNS(__kanon_prefixed('fh_', __kanon_hi_cols(tbl)))) AS fh_hi,
-        list_value(*COLUMNS(__kanon_prefixed('hist_', __kanon_cat_cols(tbl)))) AS hist
+        list_value(*COLUMNS('^sl_')) AS sa_lo, list_value(*COLUMNS('^sh_')) AS sa_hi,
+        list_value(*COLUMNS('^nn_')) AS nn_lo, list_value(*COLUMNS('^fl_')) AS fl_lo,
+        list_value(*COLUMNS('^fh_')) AS fh_hi, list_value(*COLUMNS('^hist_')) AS hist
     FROM agg
 ),
 all_finite AS (   -- every plain sum finite: no infinite bound, no overflow (NULL: no value)
@@ -223,17 +220,14 @@ exact AS MATERIALIZED (   -- only when a plain sum is not finite (no row read ot
            min(__kanon_finite(v)) AS fmin, max(__kanon_finite(v)) AS fmax
     FROM cells GROUP BY ALL
 ),
+meta AS (SELECT __kanon_meta(tbl) AS m),   -- named once: each mention is a UDF call at bind time
 num_plain AS (   -- one row per (suppressed flag, numeric QI)
-    SELECT sup, n, unnest(__kanon_meta(tbl).num_qi) AS qi,
-           unnest(__kanon_meta(tbl).lo_cols) AS lo_col, unnest(__kanon_meta(tbl).hi_cols) AS hi_col,
-           unnest(__kanon_meta(tbl).num_lo) AS mlo, unnest(__kanon_meta(tbl).num_hi) AS mhi,
-           unnest(__kanon_meta(tbl).num_w) AS w,
-           unnest(sa_lo[:len(__kanon_meta(tbl).num_qi)]) AS psa_lo,
-           unnest(sa_hi[:len(__kanon_meta(tbl).num_qi)]) AS psa_hi,
-           unnest(nn_lo[:len(__kanon_meta(tbl).num_qi)]) AS cnt,
-           unnest(fl_lo[:len(__kanon_meta(tbl).num_qi)]) AS pflo,
-           unnest(fh_hi[:len(__kanon_meta(tbl).num_qi)]) AS pfhi
-    FROM plain
+    SELECT sup, n, unnest(m.num_qi) AS qi, unnest(m.lo_cols) AS lo_col, unnest(m.hi_cols) AS hi_col,
+           unnest(m.num_lo) AS mlo, unnest(m.num_hi) AS mhi, unnest(m.num_w) AS w,
+           unnest(sa_lo[:len(m.num_qi)]) AS psa_lo, unnest(sa_hi[:len(m.num_qi)]) AS psa_hi,
+           unnest(nn_lo[:len(m.num_qi)]) AS cnt,
+           unnest(fl_lo[:len(m.num_qi)]) AS pflo, unnest(fh_hi[:len(m.num_qi)]) AS pfhi
+    FROM plain, meta
 ),
 num AS (   -- the exact pass where it ran, else the plain sums (nothing split, no infinity)
     SELECT n.sup, n.n, n.qi, n.mlo, n.mhi, n.w, n.cnt,
@@ -268,10 +262,9 @@ num_loss AS (   -- sum of spans / range on halves (no overflow) + 1 per NULL ran
     FROM num_rng GROUP BY qi
 ),
 cat AS (
-    SELECT sup, n, unnest(__kanon_meta(tbl).cat_qi) AS qi,
-           unnest(__kanon_meta(tbl).cat_w) AS w,
-           unnest(hist[:len(__kanon_meta(tbl).cat_qi)]) AS hist
-    FROM plain
+    SELECT sup, n, unnest(m.cat_qi) AS qi, unnest(m.cat_w) AS w,
+           unnest(hist[:len(m.cat_qi)]) AS hist
+    FROM plain, meta
 ),
 cat_counts AS (
     SELECT qi, unnest(map_keys(hist))::VARCHAR AS label, unnest(map_values(hist)) AS cnt
