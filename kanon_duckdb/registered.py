@@ -48,6 +48,12 @@ def _connection_id(con) -> int | None:
     return cid
 
 
+def connection_id(con) -> int | None:
+    """DuckDB's id of the connection ``con`` (cached; one query the first time), None if closed.
+    Not callable from inside a query running on ``con``."""
+    return _connection_id(con)
+
+
 def _forget(cid: int) -> None:
     with _lock:
         _objects.pop(cid, None)

@@ -62,9 +62,15 @@ class Source:
     kind: str
     parts: tuple | None = None
 
+    def __str__(self) -> str:  # error messages name the relation as the user gave it
+        return self.name
+
 
 def resolve_source(con, name, allow_temp: bool = False) -> Source:
-    """Resolve ``name`` (see the module docstring) through ``con``; UnknownObjectError if none."""
+    """Resolve ``name`` (see the module docstring) through ``con``; UnknownObjectError if none.
+    A ``Source`` (already resolved, e.g. by ``udfs.anonymize.reader_source``) is returned as is."""
+    if isinstance(name, Source):
+        return name
     if not isinstance(name, str) or not name.strip():
         raise UnknownObjectError(f"the relation to anonymize must be a non-empty name, got {name!r}")
     try:

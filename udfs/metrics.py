@@ -23,7 +23,12 @@ the run in the table's ``kanon_run`` column. These two deterministic UDFs, folde
   a class label), or an error listing the table's columns.
 
 Like every kanon-duckdb UDF they read through a cursor, which does not see TEMP tables or
-uncommitted changes of the caller's transaction.
+uncommitted changes of the caller's transaction (the error names the workaround). An object
+registered with ``con.register`` on the connection the functions were declared on
+(``kanon_duckdb.connect`` / ``register``) is handed to the cursor by
+``udfs.anonymize.reader_source`` (kanon_duckdb/registered.py), as ``k_anonymize`` does; the
+connection is fixed at declaration, since ``current_connection_id()`` cannot appear in the
+macros' COLUMNS lambdas.
 
 A metric macro names these UDFs many times (each COLUMNS lambda), and DuckDB folds each occurrence
 separately, so answers are memoized per (arguments, catalog version): any statement that can
@@ -44,6 +49,12 @@ META_TYPE = ("STRUCT(run_id BIGINT, k BIGINT, num_qi VARCHAR[], cat_qi VARCHAR[]
              "lo_cols VARCHAR[], hi_cols VARCHAR[], cat_trees VARCHAR[], num_lo DOUBLE[], "
              "num_hi DOUBLE[], num_w DOUBLE[], cat_w DOUBLE[])")
 QI_COLS_TYPE = "STRUCT(cols VARCHAR[], sup_col VARCHAR)"
+# The macros need the column names inside COLUMNS lambdas, which DuckDB folds at bind time and
+# where neither a subquery nor current_connection_id() is allowed: they cannot pass a TEMP
+# table's columns or run from SQL, so a TEMP table is read as a registered copy.
+TEMP_WORKAROUND = ("For a metric or check on a TEMP table 'x': register it on the same "
+                   "connection, con.register('x_arrow', con.sql('FROM x').to_arrow_table()), "
+                   "and pass 'x_arrow'; or CREATE TABLE ... AS FROM x (and COMMIT).")
 
 
 def _columns(cur, tbl):
@@ -110,10 +121,18 @@ class _Memo:
         return self._store[full]
 
 
-def _with_cursor(con, fn, *args):
+def _with_cursor(con, fn, conn_id, tbl, *args):
+    """``fn(cursor, source, *args)`` on a fresh cursor, ``source`` being what the cursor reads
+    for ``tbl`` (``udfs.anonymize.reader_source``: an object registered on the caller's
+    connection ``conn_id``, else the name itself)."""
+    from kanon_duckdb.udfs.anonymize import reader_source
     cur = con.cursor()
     try:
-        return fn(cur, *args)
+        return fn(cur, reader_source(cur, conn_id, tbl), *args)
+    except UnknownObjectError as exc:
+        if "TEMP" not in str(exc):
+            raise
+        raise UnknownObjectError(f"{exc} {TEMP_WORKAROUND}") from None
     finally:
         cur.close()
 
@@ -136,6 +155,11 @@ def declare(ctx: UdfContext) -> list[UDF]:
     """``__kanon_column``, ``__kanon_meta`` and ``__kanon_qi_cols`` on ``ctx.con`` (deterministic)."""
     con = ctx.con
     memo = _Memo(con)
+    # The macros name these UDFs inside COLUMNS lambdas, where DuckDB refuses
+    # current_connection_id() ("Unsupported expression in COLUMNS"): objects registered on the
+    # connection the functions were declared on are the ones handed to the reader cursor.
+    from kanon_duckdb.registered import connection_id
+    conn_id = connection_id(con)
 
     def kanon_meta(tbl):
         # one answer per distinct name: a list of tables (lattice_accuracy's eq. 5 form) reaches
@@ -144,8 +168,8 @@ def declare(ctx: UdfContext) -> list[UDF]:
         metas = {}
         for name in names:
             if name not in metas:
-                metas[name] = memo.get(("meta", name),
-                                       lambda n=name: _with_cursor(con, anonymized_meta, n))
+                metas[name] = memo.get(("meta", conn_id, name),
+                                       lambda n=name: _with_cursor(con, anonymized_meta, conn_id, n))
         return pa.array([metas[n] for n in names], type=pa.struct([
             ("run_id", pa.int64()), ("k", pa.int64()), ("num_qi", pa.list_(pa.string())),
             ("cat_qi", pa.list_(pa.string())), ("lo_cols", pa.list_(pa.string())),
@@ -155,14 +179,14 @@ def declare(ctx: UdfContext) -> list[UDF]:
 
     def kanon_qi_cols(tbl, qi):
         name, cols = first_value(tbl), first_value(qi)
-        key = ("qi", name, None if cols is None else tuple(cols))
-        res = memo.get(key, lambda: _with_cursor(con, qi_columns, name, cols))
+        key = ("qi", conn_id, name, None if cols is None else tuple(cols))
+        res = memo.get(key, lambda: _with_cursor(con, qi_columns, conn_id, name, cols))
         return pa.array([res] * len(tbl), type=pa.struct([
             ("cols", pa.list_(pa.string())), ("sup_col", pa.string())]))
 
     def kanon_column(tbl, name):
         t, c = first_value(tbl), first_value(name)
-        res = memo.get(("col", t, c), lambda: _with_cursor(con, one_column, t, c))
+        res = memo.get(("col", conn_id, t, c), lambda: _with_cursor(con, one_column, conn_id, t, c))
         return pa.array([res] * len(tbl), type=pa.string())
 
     return [

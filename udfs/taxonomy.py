@@ -33,6 +33,7 @@ from collections import OrderedDict
 
 import pyarrow as pa
 
+from kanon_duckdb import registered
 from kanon_duckdb.errors import InvalidParameterError
 from kanon_duckdb.taxonomy import store
 from kanon_duckdb.udf_spec import UDF, UdfContext
@@ -99,6 +100,7 @@ def declare(ctx: UdfContext) -> list[UDF]:
     """The builders and the check above on ``ctx.con`` (native, side effects)."""
     con = ctx.con
     undo = StatementUndo()
+    conn_id = registered.connection_id(con)
 
     def run(fn, *args, **kwargs):
         cur = con.cursor()
@@ -146,6 +148,8 @@ def declare(ctx: UdfContext) -> list[UDF]:
         _need(tbl=tbl, col=col)
         cur = con.cursor()
         try:
+            # an object registered on ``con`` is handed to the cursor (as in udfs/metrics.py)
+            registered.expose(cur, conn_id, tbl)
             return store.column_tree_attr(cur, tbl, col)
         finally:
             cur.close()

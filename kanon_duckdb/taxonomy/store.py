@@ -249,7 +249,8 @@ def column_tree_attr(con, table: str, column: str) -> str | None:
     source). None: no tree."""
     source = table
     try:
-        _, quoted = resolve_table(con, table, include_views=True)
+        # a cursor's TEMP views are the caller's registered objects it was handed
+        _, quoted = resolve_table(con, table, include_views=True, allow_temp=True)
         cols = [c for c, _ in table_columns(con, quoted)]
         run = (con.execute(f"SELECT max(kanon_run) FROM {quoted}").fetchall()[0][0]
                if "kanon_run" in cols else None)
