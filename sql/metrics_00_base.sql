@@ -26,7 +26,8 @@
 -- Height ratio (Byun et al. 2007): numeric as NCP; categorical height(subtree of the label) /
 --   height(tree) (flat tree: '*' 1, other labels 0).
 
--- kanon_taxonomy_nodes(): one row per (attr, node) of every tree in kanon_taxonomy with depth
+-- kanon_taxonomy_nodes(attrs := NULL): one row per (attr, node) of every tree in kanon_taxonomy
+-- (or only of the trees named in the list attrs: each tree is computed on its own) with depth
 -- (edges from the root), n_leaves (leaves below it, itself if a leaf), sub_height (height of its
 -- subtree, 0 for a leaf), root_leaves and height (of the whole tree).
 -- A self-edge (X, X) keeps label X for one more level (ARX hierarchies, see
@@ -36,9 +37,10 @@
 -- A label is a leaf when it has no other child or its chain reaches level 0 (a data value that is
 -- also its own level-1 group). A row describes the label's top node; without self-edges every
 -- label is one node and this is the plain tree.
-CREATE OR REPLACE MACRO kanon_taxonomy_nodes() AS TABLE
+CREATE OR REPLACE MACRO kanon_taxonomy_nodes(attrs := NULL) AS TABLE
 WITH RECURSIVE rows_ AS (
-    SELECT attr, child, parent FROM kanon_taxonomy WHERE child IS NOT NULL
+    SELECT attr, child, parent FROM kanon_taxonomy
+    WHERE child IS NOT NULL AND (attrs IS NULL OR list_contains(attrs::VARCHAR[], attr))
 ),
 extra AS (SELECT attr, child AS node, count(*) AS e FROM rows_ WHERE child = parent GROUP BY ALL),
 edges AS (SELECT DISTINCT attr, child, parent FROM rows_ WHERE child IS DISTINCT FROM parent),
@@ -103,7 +105,8 @@ CREATE OR REPLACE MACRO kanon_label_ncp(tbl) AS TABLE
 WITH qis AS (SELECT unnest(m.cat_qi) AS qi, unnest(m.cat_trees) AS tree
              FROM (SELECT __kanon_meta(tbl) AS m)),
 tree AS (
-    SELECT q.qi, n.* FROM qis q JOIN kanon_taxonomy_nodes() n ON n.attr = q.tree
+    SELECT q.qi, n.* FROM qis q   -- only the run's trees (Adult's fnlwgt tree alone has 20k rows)
+    JOIN kanon_taxonomy_nodes(attrs := __kanon_meta(tbl).cat_trees) n ON n.attr = q.tree
 )
 SELECT t.qi, t.node AS label, true AS has_tree,
        CASE WHEN t.n_leaves <= 1 THEN 0.0 ELSE t.n_leaves / t.root_leaves END AS ncp,

@@ -151,7 +151,7 @@ CREATE OR REPLACE MACRO log_level(tbl) AS (
         SELECT q.qi, n.node AS label, n.depth, n.height
         FROM (SELECT unnest(__kanon_meta(tbl).cat_qi) AS qi,
                      unnest(__kanon_meta(tbl).cat_trees) AS tree) q
-        JOIN kanon_taxonomy_nodes() n ON n.attr = q.tree
+        JOIN kanon_taxonomy_nodes(attrs := __kanon_meta(tbl).cat_trees) n ON n.attr = q.tree
     ),
     derived AS (
         SELECT avg(per_qi) AS log FROM (

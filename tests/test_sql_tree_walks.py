@@ -37,6 +37,23 @@ def test_taxonomy_nodes_walk_trees_deeper_than_1000_levels(con):
     assert con.execute("SELECT gcp('anon')").fetchone()[0] == pytest.approx(2 * (2 / 3) / 3)
 
 
+def test_taxonomy_nodes_attrs_restricts_to_the_named_trees_unchanged(con):
+    # attrs := [...] (what kanon_label_ncp passes: the run's trees) computes those trees only,
+    # each exactly as in the full call; a NULL in the list (flat tree) matches nothing
+    con.executemany("INSERT INTO kanon_taxonomy VALUES (?, ?, ?)", [
+        ("t1", "*", None), ("t1", "A", "*"), ("t1", "a1", "A"), ("t1", "a2", "A"), ("t1", "b", "*"),
+        ("t1", "b", "b"),
+        ("t2", "*", None), ("t2", "x", "*"), ("t2", "y", "*"),
+        ("t3", "*", None), ("t3", "p", "*")])
+    cols = "attr, node, depth, n_leaves, sub_height, root_leaves, height"
+    full = con.execute(f"SELECT {cols} FROM kanon_taxonomy_nodes() ORDER BY ALL").fetchall()
+    some = con.execute(f"SELECT {cols} FROM kanon_taxonomy_nodes(attrs := ['t1', NULL, 't3']) "
+                       "ORDER BY ALL").fetchall()
+    assert {r[0] for r in full} == {"t1", "t2", "t3"}
+    assert some == [r for r in full if r[0] in ("t1", "t3")]
+    assert con.execute("SELECT count(*) FROM kanon_taxonomy_nodes(attrs := [])").fetchone()[0] == 0
+
+
 @pytest.mark.parametrize("builder", ["kanon_build_intervals('z', 'x')",
                                      "kanon_build_quantiles('z', 'x', 4)"])
 def test_interval_builders_keep_both_zero_labels(con, builder):
