@@ -206,7 +206,14 @@ def test_options_object_and_keyword_overrides_give_the_same_report(adult_con, tm
                             sample=60, queries=20, plots=False, warmup=False, seed=3)
     timing = {"seconds", "algo_seconds", "run_id"}
     strip = lambda rows: [{c: v for c, v in r.items() if c not in timing} for r in rows]  # noqa: E731
-    assert strip(a["rows"]) == strip(b["rows"]) and len(a["rows"]) == 2
+    assert len(a["rows"]) == len(b["rows"]) == 2
+    for ra, rb in zip(strip(a["rows"]), strip(b["rows"])):
+        # floats up to DuckDB's parallel summation order (the last digit of gen_total_il moves)
+        assert ra.keys() == rb.keys()
+        assert {c: v for c, v in ra.items() if not isinstance(v, float)} == \
+            {c: v for c, v in rb.items() if not isinstance(v, float)}
+        assert {c: v for c, v in ra.items() if isinstance(v, float)} == pytest.approx(
+            {c: v for c, v in rb.items() if isinstance(v, float)}, rel=1e-12)
     assert a["rows"][0]["n_rows"] == 60 and a["rows"][0].get("error") is None
     assert a["notes"] == b["notes"] and a["notes"][0].startswith("deterministic sample of 60 rows")
     assert "20 random COUNT queries" in a["notes"][1] and len(a["notes"]) == 2
