@@ -17,18 +17,25 @@ import kanon_duckdb
 REQUIRED = "pyspark" in os.environ.get("KANON_REQUIRE_EXTRAS", "").split(",")
 
 
-def _missing() -> str | None:
+if REQUIRED:
     try:
         import pyspark  # noqa: F401
     except ImportError:
-        return "pyspark is not installed (pip install 'kanon-duckdb[spark]')"
+        pytest.fail("KANON_REQUIRE_EXTRAS requires pyspark but it is not installed "
+                    "(pip install 'kanon-duckdb[spark]')", pytrace=False)
+else:
+    pytest.importorskip("pyspark", reason="pyspark is not installed "
+                        "(pip install 'kanon-duckdb[spark]'; the spark extra, not the test extra)")
+
+
+def _java_missing() -> str | None:
     java = shutil.which("java")
     if java is None or subprocess.run([java, "-version"], capture_output=True).returncode != 0:
         return "Java is not available (PySpark needs Java 17+)"
     return None
 
 
-MISSING = _missing()
+MISSING = _java_missing()
 if MISSING:
     if REQUIRED:
         pytest.fail(f"KANON_REQUIRE_EXTRAS requires pyspark but {MISSING}", pytrace=False)
