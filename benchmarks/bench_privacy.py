@@ -16,10 +16,9 @@ achieved values measured by the SQL checks (distinct l, entropy l, t).
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import kanon_duckdb
+from _adult_runs import timed_run
 
 QI = ["age", "workclass", "education", "marital_status", "race", "sex", "native_country"]
 SENSITIVE = "occupation"
@@ -32,21 +31,13 @@ CONFIGS = [("k only", "")] + [(f"distinct l={l}", f"l := {l}") for l in (2, 3, 4
 def run_one(con, algo, k, args, repeat):
     qi = "[" + ", ".join(f"'{c}'" for c in QI) + "]"
     extra = f", sensitive := '{SENSITIVE}', {args}" if args else ""
-    if algo in ("optimal", "datafly", "kgen", "random"):
-        extra += ", max_suppression := 0.02, loss := 'gcp'"
-    sql = (f"CREATE OR REPLACE TABLE bench_out AS FROM k_anonymize('adult', k := {k}, "
-           f"algo := '{algo}', qi := {qi}{extra})")
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        con.execute(sql)
-        times.append(time.perf_counter() - t0)
+    median_s = timed_run(con, algo, k, QI, extra, repeat)
     gcp, sup = con.sql("SELECT gcp('bench_out'), suppression('bench_out')").fetchall()[0]
     run_s = con.sql("SELECT elapsed_s FROM kanon_runs WHERE run_id = "
                     "(SELECT any_value(kanon_run) FROM bench_out)").fetchall()[0][0]
     ld = con.sql(f"SELECT l_diversity('bench_out', {qi}, '{SENSITIVE}')").fetchall()[0][0]
     t = con.sql(f"SELECT t_closeness('bench_out', {qi}, '{SENSITIVE}')").fetchall()[0][0]
-    return statistics.median(times), run_s, gcp, sup, ld, t
+    return median_s, run_s, gcp, sup, ld, t
 
 
 def main():

@@ -15,30 +15,20 @@ AS FROM k_anonymize(...)`` (median of ``--repeat`` runs, numba warm) with the ra
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import kanon_duckdb
+from _adult_runs import timed_run
 
 QI = ["age", "workclass", "education", "marital_status", "race", "sex", "native_country"]
 
 
 def run_one(con, algo, k, qi_w, weight, repeat):
-    qi = "[" + ", ".join(f"'{c}'" for c in QI) + "]"
     extra = "" if weight == 1 else f", weights := {{'{qi_w}': {weight}}}"
-    if algo in ("optimal", "datafly", "kgen", "random"):
-        extra += ", max_suppression := 0.02, loss := 'gcp'"
-    sql = (f"CREATE OR REPLACE TABLE bench_out AS FROM k_anonymize('adult', k := {k}, "
-           f"algo := '{algo}', qi := {qi}{extra})")
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        con.execute(sql)
-        times.append(time.perf_counter() - t0)
+    median_s = timed_run(con, algo, k, QI, extra, repeat)
     names, loss = con.sql("SELECT qi, qi_loss FROM kanon_runs WHERE run_id = "
                           "(SELECT any_value(kanon_run) FROM bench_out)").fetchall()[0]
     gcp = con.sql("SELECT gcp('bench_out')").fetchall()[0][0]
-    return statistics.median(times), dict(zip(names, loss)), gcp
+    return median_s, dict(zip(names, loss)), gcp
 
 
 def weighted_gcp(loss: dict, qi_w: str, weight: float) -> float:
