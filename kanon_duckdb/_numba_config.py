@@ -7,7 +7,49 @@ import os
 # 0.50 s -> 0.15 s wall). Read by libgomp when numba first starts it; a value the user set wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+import importlib.machinery  # noqa: E402
+import importlib.util  # noqa: E402
+import sys  # noqa: E402
+
+
+def _blas_check_without_scipy_linalg() -> None:
+    """Let numba find scipy's BLAS without importing all of ``scipy.linalg``.
+
+    numba's first compile or cache load imports ``numba.np.arraymath``, which checks for BLAS
+    by importing ``scipy.linalg.cython_blas``: the whole ``scipy.linalg`` package (0.1-0.4 s of
+    a first call, for kernels that use no BLAS). Here the two Cython modules are loaded on their
+    own while arraymath runs that check (same answer: BLAS available when scipy is), then taken
+    out of ``sys.modules`` so a later ``import scipy.linalg`` is exactly the usual one (numba
+    re-imports them that way when it compiles a BLAS call). Nothing is done when scipy is absent
+    or ``scipy.linalg`` is already imported."""
+    if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules:
+        return
+    try:
+        import scipy
+    except ImportError:
+        import numba.np.arraymath  # noqa: F401 - its check finds no BLAS, as it would anyway
+        return
+    names = ("scipy.linalg.cython_blas", "scipy.linalg.cython_lapack")
+    seeded = []
+    try:
+        for name in names:
+            spec = importlib.machinery.PathFinder.find_spec(
+                name, [f"{scipy.__path__[0]}/linalg"])
+            if spec is None:
+                break
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            seeded.append(name)
+            spec.loader.exec_module(module)
+        import numba.np.arraymath  # noqa: F401 - runs numba's BLAS check now
+    finally:
+        for name in seeded:
+            sys.modules.pop(name, None)
+
+
 import numba  # noqa: E402 - after the OpenMP setting
+
+_blas_check_without_scipy_linalg()
 
 NJIT = dict(cache=True, nogil=True)
 NJIT_PARALLEL = dict(cache=True, nogil=True, parallel=True)

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._numba_config import njit
+from .arrowconv import filled, to_numpy, validity
 from .qidata import QIData
 from .codec import PLAIN, NumericCodec, choose_int
 from .ncp import NULL_OFFSET, sentinel_ok
@@ -198,7 +199,7 @@ def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False,
                 raise ConcurrentChangeError(
                     f"k_anonymize: the relation {plan.table!r} changed during the call (more rows "
                     f"than counted while encoding); run it again")
-            rowid[a:b] = batch.column(0).to_numpy()
+            rowid[a:b] = to_numpy(batch.column(0))
             for j in range(dn):
                 fills[j].fill(batch.column(1 + j), a, b, num, num_null, j)
             # dictionary encoding is the costly part; pyarrow releases the GIL: columns in parallel
@@ -208,12 +209,12 @@ def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False,
                 n_null[j] += enc.indices.null_count
                 glob = np.array([dicts[j].setdefault(v, len(dicts[j]))
                                  for v in enc.dictionary.to_pylist()] + [-1], dtype=np.int32)
-                _gather_column(glob, enc.indices.fill_null(len(glob) - 1).to_numpy(),
+                _gather_column(glob, filled(enc.indices, len(glob) - 1),
                                cat[a:b], j)
             for i in range(len(extra_columns)):
                 extra_chunks[i].append(batch.column(1 + dn + dc + i))
             if histogram:
-                row_counts[a:b] = batch.column(batch.num_columns - 1).to_numpy()
+                row_counts[a:b] = to_numpy(batch.column(batch.num_columns - 1))
             a = b
     if a != n:
         raise ConcurrentChangeError(
@@ -300,19 +301,18 @@ class _NumericFill:
             self.ok = np.ones(n, dtype=bool)
 
     def fill(self, col, a: int, b: int, num, num_null, j: int) -> None:
-        valid = np.asarray(col.is_valid()) if col.null_count else np.ones(0, dtype=bool)
+        valid = validity(col) if col.null_count else np.ones(0, dtype=bool)
         if self.raw is not None:
-            self.raw[a:b] = (pc.fill_null(col, 0) if self.is_int else col).to_numpy(
-                zero_copy_only=False)
+            self.raw[a:b] = filled(col, 0) if self.is_int else to_numpy(col)
             if valid.size:
                 self.ok[a:b] = valid
             return
         if self.is_int:
             sentinel = (float(self.lo) if self.kind == "plain" else 0.0) - NULL_OFFSET
-            _fill_int(np.ascontiguousarray(pc.fill_null(col, 0).to_numpy(), dtype=np.int64),
+            _fill_int(np.ascontiguousarray(filled(col, 0), dtype=np.int64),
                       valid, np.int64(self.base), sentinel, num[a:b], num_null[a:b], j)
         else:
-            _fill_float(np.ascontiguousarray(col.to_numpy(zero_copy_only=False), dtype=np.float64),
+            _fill_float(np.ascontiguousarray(to_numpy(col), dtype=np.float64),
                         valid, self.lo - NULL_OFFSET, num[a:b], num_null[a:b], j)
 
     def finish(self, num, num_null, j: int) -> tuple:

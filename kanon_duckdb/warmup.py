@@ -106,13 +106,15 @@ _preload_thread = None
 
 
 def preload_in_background() -> None:
-    """Import the algorithm stack and initialise numba in a background thread, once per process.
+    """Import the default path and load its cached kernels in a background thread, once per
+    process.
 
     Called by ``connect()``/``register()`` so the first ``k_anonymize`` of a new process does
     not wait for importing numba, initialising its compiler and loading cached kernels (about
-    1-2 s). Only kernels already in numba's cache are loaded (nothing is compiled here). Set
-    ``KANON_DUCKDB_PRELOAD=0`` to turn it off. The thread is not a daemon: interpreter exit waits
-    for it (at most the import time).
+    0.5 s of CPU, overlapping ``connect()`` and the caller's own work). Only kernels already in
+    numba's cache are loaded: the thread stops at the first kernel that would compile
+    (:func:`_cache_only`). Set ``KANON_DUCKDB_PRELOAD=0`` to turn it off. The thread is not a
+    daemon: interpreter exit waits for it (at most the import time).
     """
     global _preload_thread
     import os
@@ -122,37 +124,61 @@ def preload_in_background() -> None:
     _preload_thread.start()
 
 
-def _preload() -> None:
-    try:
-        import numpy as np
-        import pyarrow as pa
+class _CacheMiss(Exception):
+    """Raised in the preload thread when numba is about to compile (see :func:`_cache_only`)."""
 
-        pa.array(np.zeros(1))  # pyarrow imports pandas on its first conversion
-        from . import anonymize  # noqa: F401 - numba, encoding, generalize
-        from .algorithms import registry
-        from .taxonomy._lca import lca_of_range
-        registry()
-        from .algorithms.mondrian import _kernels
-        if all(_cached(d) for d in (lca_of_range, *_dispatchers(_kernels))):
-            # the default algorithm's kernels are in the cache: load them (this also initialises
-            # numba's target context, about 1 s on its own); silently, in this thread
-            _local.quiet = True
-            warmup(["mondrian"])
+
+@contextlib.contextmanager
+def _cache_only():
+    """Inside the block, a numba compile started by this thread raises _CacheMiss (loading from
+    the cache is not a compile): the preload never spends CPU on compiling in the background."""
+    from numba.core import event
+
+    me = threading.get_ident()
+
+    class Stop(event.Listener):
+        def on_start(self, _event):
+            if threading.get_ident() == me:
+                raise _CacheMiss
+
+        def on_end(self, _event):
+            return None
+
+    listener = Stop()
+    event.register("numba:compile", listener)
+    try:
+        yield
+    finally:
+        event.unregister("numba:compile", listener)
+
+
+def _preload() -> None:
+    """What the first mondrian ``k_anonymize`` imports and loads: pyarrow.compute, numba, the
+    mondrian family, its kernels, the row-assignment kernels; run once on the 400-row warm-up
+    table in a private in-memory database (``anonymize`` needs no registration)."""
+    _local.quiet = True
+    try:
+        import duckdb
+        import pyarrow.compute  # noqa: F401 - encoding's dictionary encoding
+
+        from .algorithms import get_algorithm
+        from .anonymize import anonymize
+        from .assignment import Assignment, Assignments
+        get_algorithm("mondrian")
+        con = duckdb.connect()
+        try:
+            con.execute(_WARMUP_SQL)
+            with _cache_only():
+                res = anonymize(con, "__kanon_warmup", k=5, algo="mondrian", qi=_WARMUP_QI,
+                                record=False)
+                store = Assignments()
+                keys = res.row_key.copy()
+                keys.flags.writeable = False  # as the UDF gets them from Arrow
+                token = store.start(Assignment(res.row_key, res.generalized.ec, res.data))
+                store.classes_of(token, keys)
+        finally:
+            con.close()
+    except _CacheMiss:
+        log.debug("kanon_duckdb preload stopped: a kernel is not in numba's cache")
     except Exception:  # noqa: BLE001 - an optimisation only; the real call reports errors
         log.debug("kanon_duckdb preload failed", exc_info=True)
-
-
-def _dispatchers(module):
-    """The numba dispatchers defined in ``module``."""
-    from numba.core.dispatcher import Dispatcher
-    return [v for v in vars(module).values()
-            if isinstance(v, Dispatcher) and v.py_func.__module__ == module.__name__]
-
-
-def _cached(dispatcher) -> bool:
-    """True when numba's on-disk cache holds an entry for ``dispatcher``."""
-    import os
-    try:
-        return os.path.exists(dispatcher._cache._cache_file._index_path)
-    except AttributeError:  # numba internals changed: just call it
-        return True

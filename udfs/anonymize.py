@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from kanon_duckdb import interrupt
+from kanon_duckdb.arrowconv import from_numpy, repeat_string, strings, to_numpy
 from kanon_duckdb.udf_spec import UDF, UdfContext, first_value
 
 RUN_TYPE = ("STRUCT(run_id BIGINT, token BIGINT, n_rows BIGINT, "
@@ -26,8 +27,8 @@ RUN_TYPE = ("STRUCT(run_id BIGINT, token BIGINT, n_rows BIGINT, "
 
 
 def _list_of(values: pa.Array, n_rows: int, width: int) -> pa.Array:
-    offsets = pa.array(np.arange(0, (n_rows + 1) * width, width, dtype=np.int32)
-                       if width else np.zeros(n_rows + 1, np.int32))
+    offsets = from_numpy(np.arange(0, (n_rows + 1) * width, width, dtype=np.int32)
+                         if width else np.zeros(n_rows + 1, np.int32), pa.int32())
     return pa.ListArray.from_arrays(offsets, values)
 
 
@@ -47,12 +48,12 @@ def classes_arrow(res) -> pa.StructArray:
                            np.isnan(src[:, j])) for j in cols]
             vals = np.stack([p[0] for p in pairs], axis=1) if cols else np.zeros((C, 0), np.int64)
             mask = np.stack([p[1] for p in pairs], axis=1) if cols else np.zeros((C, 0), bool)
-            arr = pa.array(vals.reshape(-1), pa.int64(), mask=mask.reshape(-1))
+            arr = from_numpy(vals.reshape(-1), pa.int64(), mask=mask.reshape(-1))
         else:
             vals = (np.stack([data.decode_float(j, src[:, j]) for j in cols], axis=1) if cols
                     else np.zeros((C, 0)))
             flat = vals.reshape(-1)
-            arr = pa.array(flat, mask=np.isnan(flat))
+            arr = from_numpy(flat, pa.float64(), mask=np.isnan(flat))
         return _list_of(arr, C, len(cols))
 
     labels_flat = []
@@ -60,22 +61,22 @@ def classes_arrow(res) -> pa.StructArray:
         # dictionary-decode node ids per tree to labels
         cols = []
         for j, t in enumerate(data.trees):
-            dictionary = pa.array(t.labels, pa.string())
-            cols.append(pa.DictionaryArray.from_arrays(pa.array(g.nodes[:, j], pa.int32()),
+            dictionary = strings(t.labels)
+            cols.append(pa.DictionaryArray.from_arrays(from_numpy(g.nodes[:, j], pa.int32()),
                                                        dictionary).cast(pa.string()))
         # interleave: class-major order
         take = np.arange(C * data.dc).reshape(C, data.dc).T.reshape(-1)
         stacked = pa.concat_arrays(cols)
         order = np.empty(C * data.dc, dtype=np.int64)
         order[take] = np.arange(C * data.dc)
-        labels_flat = stacked.take(pa.array(order))
+        labels_flat = stacked.take(from_numpy(order, pa.int64()))
     else:
-        labels_flat = pa.array([], pa.string())
+        labels_flat = strings([])
     sup = np.zeros(C, dtype=bool)
     if g.suppressed is not None:
         sup = np.bincount(g.ec, weights=g.suppressed.astype(np.float64), minlength=C) > 0
     classes = pa.StructArray.from_arrays(
-        [pa.array(np.arange(C), pa.int64()), pa.array(g.size, pa.int64()), pa.array(sup),
+        [from_numpy(np.arange(C), pa.int64()), from_numpy(g.size, pa.int64()), from_numpy(sup, pa.bool_()),
          num_lists(int_cols, g.lo, True), num_lists(int_cols, g.hi, True),
          num_lists(flt_cols, g.lo, False), num_lists(flt_cols, g.hi, False),
          _list_of(labels_flat, C, data.dc)],
@@ -85,10 +86,10 @@ def classes_arrow(res) -> pa.StructArray:
 
 def run_value(run_id: int, token: int, n_rows: int, classes: pa.StructArray) -> pa.StructArray:
     """The RUN_TYPE value (one row)."""
-    one = pa.ListArray.from_arrays(pa.array([0, len(classes)], pa.int32()), classes)
+    one = pa.ListArray.from_arrays(from_numpy(np.array([0, len(classes)]), pa.int32()), classes)
     return pa.StructArray.from_arrays(
-        [pa.array([run_id], pa.int64()), pa.array([token], pa.int64()),
-         pa.array([n_rows], pa.int64()), one],
+        [from_numpy(np.array([run_id]), pa.int64()), from_numpy(np.array([token]), pa.int64()),
+         from_numpy(np.array([n_rows]), pa.int64()), one],
         names=["run_id", "token", "n_rows", "classes"])
 
 
@@ -142,7 +143,7 @@ def declare(ctx: UdfContext) -> list[UDF]:
         finally:
             cur.close()
         text = output_sql(plan, f"__kanon_run({sql_string(json.dumps(args))})")
-        return pa.array([text] * len(tbl), pa.string())
+        return repeat_string(text, len(tbl))
 
     def kanon_run(args_json):
         # numba and the kernels load on first use
@@ -170,11 +171,8 @@ def declare(ctx: UdfContext) -> list[UDF]:
         return pa.concat_arrays([out] * len(pinned)) if len(pinned) != 1 else out
 
     def kanon_ec(token, key):
-        if hasattr(key, "combine_chunks"):
-            key = key.combine_chunks()
-        keys = key.to_numpy(zero_copy_only=False)
         from kanon_duckdb.assignment import STORE
-        return pa.array(STORE.classes_of(first_value(token), keys), pa.int64())
+        return from_numpy(STORE.classes_of(first_value(token), to_numpy(key)), pa.int64())
 
     return [
         UDF("__kanon_ec", kanon_ec, ("BIGINT", "UBIGINT"), "BIGINT", side_effects=True),

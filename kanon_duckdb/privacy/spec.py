@@ -95,11 +95,14 @@ def parse_models(params: dict, k: int, algo: str = "k_anonymize"):
 
 
 def _check_algorithm(algo: str, models: tuple) -> None:
-    from ..algorithms import registry
+    from ..algorithms import get_algorithm, registry
     from . import compat
-    reg = registry()
-    if algo in reg:
-        compat.check(reg[algo], models, reg)
+    try:
+        algorithm = get_algorithm(algo)  # imports its family only
+    except InvalidParameterError:
+        return
+    if compat.unmet(algorithm, models):  # the error lists the able algorithms: every family
+        compat.check(algorithm, models, registry())
 
 
 @dataclass

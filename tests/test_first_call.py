@@ -1,0 +1,122 @@
+"""The first k_anonymize of a process loads only what it runs (issue 14 item 3): its own
+algorithm family, no pandas (pyarrow's conversions would import it), not all of scipy.linalg
+(numba's BLAS check would import it); numba still finds BLAS. Plus the buffer conversions
+(kanon_duckdb.arrowconv) that make this possible, checked against pyarrow's own."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kanon_duckdb import arrowconv
+from kanon_duckdb.algorithms import FAMILY_OF, registry
+
+FIRST_CALL = r"""
+import json, sys
+import kanon_duckdb
+from kanon_duckdb.demo import DEFAULT_QI, k_anonymize_sql
+con = kanon_duckdb.connect()
+kanon_duckdb.load_example(con)
+n = con.execute("SELECT count(*), count(DISTINCT ec) FROM ("
+                + k_anonymize_sql("adult", 10, sys.argv[1], DEFAULT_QI) + ")").fetchall()[0]
+import numba.np.arraymath
+watched = ["pandas", "scipy.linalg"] + [f"kanon_duckdb.algorithms.{f}"
+                                        for f in ("mondrian", "clustering", "lattice", "bottomup")]
+print(json.dumps({"rows": n[0], "classes": n[1], "blas": numba.np.arraymath._HAVE_BLAS,
+                  "loaded": [m for m in watched if m in sys.modules]}))
+con.close()
+"""
+
+
+def _first_call(algo: str) -> dict:
+    env = {**os.environ, "KANON_DUCKDB_PRELOAD": "0"}
+    out = subprocess.run([sys.executable, "-c", FIRST_CALL, algo], capture_output=True,
+                         text=True, check=True, env=env)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("algo, family", [("mondrian", "mondrian"), ("optimal", "lattice")])
+def test_first_call_loads_its_family_only_and_neither_pandas_nor_scipy_linalg(algo, family):
+    r = _first_call(algo)
+    assert r["rows"] == 30162 and r["classes"] > 1
+    assert r["loaded"] == [f"kanon_duckdb.algorithms.{family}"]
+    assert r["blas"] is True  # scipy is installed here: numba's BLAS check still succeeds
+
+
+def test_scipy_linalg_imports_as_usual_after_the_blas_check():
+    code = ("import sys, kanon_duckdb._numba_config\n"
+            "assert 'scipy.linalg' not in sys.modules\n"
+            "import scipy.linalg, numpy as np\n"
+            "print(scipy.linalg.cython_blas is sys.modules['scipy.linalg.cython_blas'], "
+            "float(scipy.linalg.solve(np.eye(2) * 2, np.ones(2))[0]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "0.5"]
+
+
+def test_family_of_names_every_algorithm_of_each_family():
+    import importlib
+    for fam in set(FAMILY_OF.values()):
+        declared = {a.name for a in importlib.import_module(
+            f"kanon_duckdb.algorithms.{fam}").ALGORITHMS}
+        assert declared == {n for n, f in FAMILY_OF.items() if f == fam}, fam
+    assert set(FAMILY_OF) == set(registry())
+
+
+INT_TYPES = [pa.int8(), pa.int32(), pa.int64(), pa.uint64(), pa.float64(), pa.float32()]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.integers(0, 100)), max_size=40),
+       st.sampled_from(INT_TYPES), st.integers(0, 5), st.integers(0, 5))
+def test_to_numpy_equals_pyarrow_on_sliced_arrays_with_nulls(values, typ, start, stop):
+    arr = pa.array(values, typ)
+    part = arr.slice(min(start, len(arr)), max(0, len(arr) - start - stop))
+    ours = arrowconv.to_numpy(part)
+    theirs = part.to_numpy(zero_copy_only=False)
+    valid = np.array([v is not None for v in part.to_pylist()], dtype=bool)
+    assert ours.dtype == np.dtype(typ.to_pandas_dtype())
+    np.testing.assert_array_equal(ours[valid], theirs[valid])
+    np.testing.assert_array_equal(arrowconv.validity(part), valid)
+    if typ in (pa.float64(), pa.float32()):
+        assert np.isnan(ours[~valid]).all()
+    else:
+        assert (ours[~valid] == 0).all()
+    assert ours.flags.writeable == (part.null_count > 0)  # as pyarrow hands them to numba
+    np.testing.assert_array_equal(arrowconv.filled(part, 7)[~valid], 7)
+    assert not arrowconv.filled(part, 7).flags.writeable
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.integers(-2**40, 2**40)), max_size=40),
+       st.sampled_from([pa.int64(), pa.float64(), pa.bool_()]))
+def test_from_numpy_equals_pa_array(values, typ):
+    mask = np.array([v is None for v in values], dtype=bool)
+    if typ == pa.bool_():
+        raw = np.array([bool(v and v % 2) for v in values], dtype=bool)
+    else:
+        raw = np.array([0 if v is None else v for v in values],
+                       dtype=np.int64 if typ == pa.int64() else np.float64)
+    ours = arrowconv.from_numpy(raw, typ, mask=mask)
+    assert ours.equals(pa.array(raw, typ, mask=mask))
+    assert arrowconv.from_numpy(raw, typ).equals(pa.array(raw, typ))
+    if typ == pa.bool_():
+        sl = ours.slice(min(3, len(ours)))
+        assert arrowconv.to_numpy(sl).tolist() == [bool(x) for x in raw[min(3, len(raw)):]]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.text(max_size=6)), max_size=30), st.text(max_size=8),
+       st.integers(0, 5))
+def test_strings_equal_pa_array(values, text, n):
+    assert arrowconv.strings(values).equals(pa.array(values, pa.string()))
+    assert arrowconv.repeat_string(text, n).equals(pa.array([text] * n, pa.string()))
+
+
+def test_to_numpy_refuses_a_type_it_cannot_view():
+    with pytest.raises(TypeError, match="unsupported Arrow type string"):
+        arrowconv.to_numpy(pa.array(["a"]))
