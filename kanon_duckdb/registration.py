@@ -26,7 +26,7 @@ from .progress import ProgressFn, no_progress
 from .udf_spec import UDF, UdfContext, create
 
 # The UDF modules, in registration order; each must exist and define declare(ctx) -> list[UDF].
-UDF_MODULES = ("anonymize", "taxonomy", "query_error", "metrics", "ml_utility", "mapping", "compare")
+UDF_MODULES = ("anonymize", "caller_read", "taxonomy", "query_error", "metrics", "ml_utility", "mapping", "compare")
 
 
 def sql_dir():

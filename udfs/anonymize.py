@@ -93,12 +93,11 @@ def run_value(run_id: int, token: int, n_rows: int, classes: pa.StructArray) -> 
         names=["run_id", "token", "n_rows", "classes"])
 
 
-def checked_spec(cur, tbl, spec: dict) -> tuple:
-    """(plan, run arguments as a dict) after validating everything that can be checked before
-    the run: k, algo, parameters, the relation (a name or a relation.Source), the QIs."""
+def checked_options(tbl, spec: dict, qi) -> dict:
+    """The run arguments as a dict (``qi`` the QI names to record) after validating what does
+    not need the relation's columns: k, algo, the algorithm and privacy parameters."""
     from kanon_duckdb.algorithms import get_algorithm
     from kanon_duckdb.anonymize import check_k
-    from kanon_duckdb.encoding import plan_qis
     from kanon_duckdb.params import as_param_dict, coerce_params, merge_params
     k = check_k(spec.get("k"))
     algo = get_algorithm(spec.get("algo") if spec.get("algo") is not None else "mondrian")
@@ -108,12 +107,21 @@ def checked_spec(cur, tbl, spec: dict) -> tuple:
     algo_params, privacy_params, _local = split_params(algo, params)
     coerce_params(algo, algo_params)
     parse_models(privacy_params, k, algo.name)
+    return {"tbl": getattr(tbl, "name", tbl), "conn": spec.get("conn"), "k": k, "algo": algo.name,
+            "qi": qi, "seed": spec.get("seed"), "numeric": spec.get("numeric"),
+            "categorical": spec.get("categorical"), "params": params,
+            "taxonomies": spec.get("taxonomies")}
+
+
+def checked_spec(cur, tbl, spec: dict) -> tuple:
+    """(plan, run arguments as a dict) after validating everything that can be checked before
+    the run: k, algo, parameters, the relation (a name or a relation.Source), the QIs."""
+    from kanon_duckdb.encoding import plan_qis
+    checked_options(tbl, spec, None)  # k, algo, parameters first, as the user reads them
     plan = plan_qis(cur, tbl, spec.get("qi"), spec.get("numeric"), spec.get("categorical"))
+    args = checked_options(tbl, spec, plan.qi)
     from kanon_duckdb.objectives import check_weights
-    check_weights(params.get("weights"), plan.qi)  # its names are QIs: refused before the run
-    args = {"tbl": getattr(tbl, "name", tbl), "conn": spec.get("conn"), "k": k, "algo": algo.name, "qi": plan.qi, "seed": spec.get("seed"),
-            "numeric": spec.get("numeric"), "categorical": spec.get("categorical"),
-            "params": params, "taxonomies": spec.get("taxonomies")}
+    check_weights(args["params"].get("weights"), plan.qi)  # its names are QIs: refused before the run
     return plan, args
 
 
@@ -128,6 +136,22 @@ def reader_source(cur, connection_id, name):
     return name
 
 
+def caller_source(cur, name):
+    """``name`` resolved on the reader cursor (a relation.Source), or None when the cursor
+    cannot see a name that can only be a table or view (``caller_read.applies``: a TEMP table,
+    a table of the caller's open transaction, an object registered before kanon_duckdb was
+    imported), which the caller's own query then reads."""
+    from kanon_duckdb.caller_read import applies
+    from kanon_duckdb.errors import UnknownObjectError
+    from kanon_duckdb.relation import resolve_source
+    try:
+        return resolve_source(cur, name)
+    except UnknownObjectError as exc:
+        if "ambiguous" in str(exc) or not applies(name):
+            raise
+        return None
+
+
 def declare(ctx: UdfContext) -> list[UDF]:
     """``__kanon_sql``, ``__kanon_run``, ``__kanon_pass`` and ``__kanon_ec`` on ``ctx.con``."""
     con = ctx.con
@@ -138,8 +162,13 @@ def declare(ctx: UdfContext) -> list[UDF]:
         spec = parse_json_params(first_value(spec_json))
         cur = con.cursor()
         try:
-            plan, args = checked_spec(cur, reader_source(cur, spec.get("conn"), first_value(tbl)),
-                                      spec)
+            name = first_value(tbl)
+            source = caller_source(cur, reader_source(cur, spec.get("conn"), name))
+            if source is None:  # seen by the caller's connection only: read in its query
+                from kanon_duckdb.caller_read import caller_sql, checked_qi
+                text = caller_sql(name, checked_options(name, spec, checked_qi(spec)))
+                return pa.array([text] * len(tbl), pa.string())
+            plan, args = checked_spec(cur, source, spec)
         finally:
             cur.close()
         text = output_sql(plan, f"__kanon_run({sql_string(json.dumps(args))})")

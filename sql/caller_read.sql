@@ -1,0 +1,39 @@
+-- The macros behind k_anonymize on a relation read in the caller's query (a TEMP table, a table of
+-- the caller's open transaction: kanon_duckdb/caller_read.py). DuckDB picks a macro overload by
+-- the type of its argument, so the shape of a QI's output follows its type at bind time:
+-- numbers (encoding._INT_TYPES, _FLOAT_TYPES, DECIMAL) publish bounds, anything else a label.
+-- tests/test_caller_read.py holds these type lists equal to kanon_duckdb/encoding.py's.
+
+-- The bound of a QI: __kanon_bound(v, i, f) is i (the BIGINT bound) when v has an integer
+-- type, else f (DOUBLE).
+CREATE OR REPLACE MACRO __kanon_bound(v, i, f) AS f,
+    (v TINYINT, i, f) AS i, (v SMALLINT, i, f) AS i, (v INTEGER, i, f) AS i, (v BIGINT, i, f) AS i,
+    (v HUGEINT, i, f) AS i, (v UTINYINT, i, f) AS i, (v USMALLINT, i, f) AS i,
+    (v UINTEGER, i, f) AS i, (v UBIGINT, i, f) AS i, (v UHUGEINT, i, f) AS i;
+
+-- The label of a QI: __kanon_label(v, label) is the label (v only names the output column,
+-- COLUMNS(...) AS '\0').
+CREATE OR REPLACE MACRO __kanon_label(v, label) AS label;
+
+-- The cell of a QI: __kanon_cell(v, lo, hi, label) is STRUCT(lo, hi) when v is a number, else
+-- STRUCT(label); the fields are named after the columns passed (c_min, c_max / c). BIGNUM,
+-- which DuckDB would cast to DOUBLE, is categorical, as in encoding.plan_qis.
+CREATE OR REPLACE MACRO __kanon_cell(v, lo, hi, label) AS struct_pack(label),
+    (v BIGNUM, lo, hi, label) AS struct_pack(label),
+    (v TINYINT, lo, hi, label) AS struct_pack(lo, hi),
+    (v SMALLINT, lo, hi, label) AS struct_pack(lo, hi),
+    (v INTEGER, lo, hi, label) AS struct_pack(lo, hi),
+    (v BIGINT, lo, hi, label) AS struct_pack(lo, hi),
+    (v HUGEINT, lo, hi, label) AS struct_pack(lo, hi),
+    (v UTINYINT, lo, hi, label) AS struct_pack(lo, hi),
+    (v USMALLINT, lo, hi, label) AS struct_pack(lo, hi),
+    (v UINTEGER, lo, hi, label) AS struct_pack(lo, hi),
+    (v UBIGINT, lo, hi, label) AS struct_pack(lo, hi),
+    (v UHUGEINT, lo, hi, label) AS struct_pack(lo, hi),
+    (v FLOAT, lo, hi, label) AS struct_pack(lo, hi),
+    (v DOUBLE, lo, hi, label) AS struct_pack(lo, hi),
+    (v DECIMAL, lo, hi, label) AS struct_pack(lo, hi);
+
+-- The cell of a QI named in numeric := (__kanon_cell_num) or categorical := (__kanon_cell_cat).
+CREATE OR REPLACE MACRO __kanon_cell_num(v, lo, hi, label) AS struct_pack(lo, hi);
+CREATE OR REPLACE MACRO __kanon_cell_cat(v, lo, hi, label) AS struct_pack(label);
