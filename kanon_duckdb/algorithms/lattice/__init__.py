@@ -50,15 +50,18 @@ def _models_phrase(ch, lead: str) -> str:
 
 
 def run_search(name: str, search, data: QIData, k: int, seed: int, params: dict,
-               progress=no_progress) -> Partition:
-    """Build the level maps and the checker, run ``search``, publish the chosen node."""
+               progress=no_progress, stop_early: bool = True) -> Partition:
+    """Build the level maps and the checker, run ``search``, publish the chosen node.
+    ``stop_early``: the search reads only feasibility and the loss of feasible nodes, so the
+    checker may stop grouping a node as soon as it has too many classes to be feasible (kgen
+    ranks infeasible nodes by their suppressed rows: False)."""
     t0 = time.perf_counter()
     space = build_space(data)
     ms = params.get("max_suppression")
     privacy = spec_of(data)
     weights = objectives.weight_vector(data)
     ch = NodeChecker(space, k, 0.0 if ms is None else ms, _loss_name(params), privacy=privacy,
-                     weights=weights)
+                     weights=weights, stop_early=stop_early)
     ch.poll = lambda: interrupt.check(progress)  # every node grouped by a kernel polls Ctrl-C
     levels, stats = search(ch, params, seed, progress)
     if levels is None:
@@ -102,9 +105,9 @@ def run_search(name: str, search, data: QIData, k: int, seed: int, params: dict,
     return part
 
 
-def _runner(name, search):
+def _runner(name, search, stop_early=True):
     def run(data: QIData, k: int, seed: int, params: dict, progress=no_progress) -> Partition:
-        return run_search(name, search, data, k, seed, params, progress)
+        return run_search(name, search, data, k, seed, params, progress, stop_early)
     run.__name__ = f"run_{name}"
     return run
 
@@ -118,7 +121,7 @@ ALGORITHMS = [
     Algorithm("optimal", _runner("optimal", _optimal), "lattice", declared("optimal"),
               "exact minimum-loss full-domain generalization (OLA/Flash-style pruned search)",
               needs_num_trees=True),
-    Algorithm("kgen", _runner("kgen", kgen.search), "lattice", declared("kgen"),
+    Algorithm("kgen", _runner("kgen", kgen.search, stop_early=False), "lattice", declared("kgen"),
               "KGEN genetic lattice search (De Pascale et al. 2023)", needs_num_trees=True),
     Algorithm("random", _runner("random", random_search.search), "lattice", declared("random"),
               "random lattice search baseline (uniform nodes, fixed budget)", needs_num_trees=True),

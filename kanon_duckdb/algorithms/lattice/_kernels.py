@@ -11,10 +11,13 @@ Layout shared by the kernels (d = number of QIs):
   (the encoded rows: ``identity=True``, r = t, count ``cnt[t]`` for a histogram of distinct
   tuples or 1 when ``cnt`` is empty)
 
-Evaluating a node = mixed-radix key per input class (``node_keys``, column-wise, streaming),
-then one grouping pass (``group_keys``): a dense counting array when the key space is small,
-open addressing otherwise; ``group_tuple`` handles key spaces past 2^62 (many QIs) by hashing
-the code tuple and comparing it. Scratch buffers are owned and reused by the caller.
+Evaluating a node = one pass (``group_node``): mixed-radix keys per block of input classes
+(column-wise, streaming), each block grouped at once: a dense counting array when the key space
+is small, open addressing otherwise; ``group_tuple`` handles key spaces past 2^62 (many QIs) by
+hashing the code tuple and comparing it. Both stop as soon as more than ``cap`` classes exist (a
+node with more than n/k + limit classes suppresses more than limit rows: its exact table is not
+needed), so an infeasible node near the all-distinct bottom costs about n/k + limit inputs and
+a table of that size, not t. Scratch buffers are owned and reused by the caller.
 """
 from __future__ import annotations
 
@@ -23,41 +26,6 @@ import numpy as np
 from ..._numba_config import njit
 
 _GOLDEN = np.uint64(11400714819323198485)
-
-
-@njit
-def node_keys(codes, rep, identity, cols, strides, keybuf):
-    """Mixed-radix key per input class: sum_j codes[cols[j], r] * strides[j].
-
-    codes uint16/int32 (n_cols, n) IN; rep int32 (c,) IN (ignored when identity: r = t);
-    cols int64 (d,) IN; strides int64 (d,) IN; keybuf int64 (>= c,) OUT scratch.
-    Returns the key view keybuf[:c].
-    """
-    c = keybuf.shape[0] if identity else rep.shape[0]
-    d = cols.shape[0]
-    keys = keybuf[:c]
-    if d == 0:
-        keys[:] = 0
-        return keys
-    col = codes[cols[0]]
-    s0 = strides[0]
-    if identity:
-        for t in range(c):
-            keys[t] = col[t] * s0
-        for j in range(1, d):
-            col = codes[cols[j]]
-            s = strides[j]
-            for t in range(c):
-                keys[t] += col[t] * s
-    else:
-        for t in range(c):
-            keys[t] = col[rep[t]] * s0
-        for j in range(1, d):
-            col = codes[cols[j]]
-            s = strides[j]
-            for t in range(c):
-                keys[t] += col[rep[t]] * s
-    return keys
 
 
 @njit
@@ -73,108 +41,123 @@ def _table_shape(c):
 
 
 @njit
-def _emit(out_rep, out_cnt, out_pos, s, r, w, pos):
-    """Record output class s: representative row r, count w, table slot pos."""
-    out_rep[s] = r
-    out_cnt[s] = w
-    out_pos[s] = pos
+def group_node(codes, rep, cnt, identity, cols, strides, keyspace, cap, dense, hkey, hval, keybuf,
+               want_cls):
+    """Group input classes by their mixed-radix key at a node, stopping early past ``cap`` classes.
 
-
-@njit
-def group_keys(keys, rep, cnt, identity, keyspace, dense, hkey, hval, want_cls):
-    """Group input classes by key: dense counting array when keyspace <= dense.size, open
-    addressing otherwise.
-
-    keys int64 (c,) IN; rep int32 (c,) IN (ignored when identity: r = t), cnt int64 (c,) IN
-    (identity: (c,) or empty = count 1); dense int32 IN/OUT scratch, hkey int64 / hval int32 (power-of-two size >= 2c+2)
-    IN/OUT scratch: all -1 (hkey, dense) on entry and on exit.
-    Returns (rep int32 (C,), cnt int64 (C,), class of each input int32 (c,) or empty).
+    codes uint16/int32 (n_cols, t) IN; rep int32 (c,) IN (ignored when identity: input t is row
+    t, c = t); cnt int64 (c,) IN rows per input (empty: 1 each); cols, strides int64 (d,) IN: the
+    key of input r is sum_j codes[cols[j], r] * strides[j] < keyspace; cap int64: stop as soon
+    as a (cap + 1)-th class appears. dense int32 / hkey int64 (all -1 on entry and exit), hval
+    int32 (power-of-two sizes >= 2 min(c, cap + 1) + 2), keybuf int64 (B,) IN/OUT scratch.
+    Keys are computed column-wise per block of B inputs (streaming), then grouped: a dense
+    counting array when the key space is small, else open addressing sized for min(c, cap + 1)
+    keys (one packed (key << 32 | class) word per slot when keys fit 31 bits).
+    Returns (rep int32 (C,), cnt int64 (C,), class of each input int32 (c,) or empty); C = cap + 1
+    means the grouping stopped early (the table is incomplete, cls undefined). O(c·d) time.
     """
-    c = keys.shape[0]
-    cap = c if keyspace > c else keyspace
-    out_rep = np.empty(cap, dtype=np.int32)
-    out_cnt = np.empty(cap, dtype=np.int64)
-    out_pos = np.empty(cap, dtype=np.int64)
+    c = codes.shape[1] if identity else rep.shape[0]
+    d = cols.shape[0]
+    lim = cap + 1
+    if lim > c:
+        lim = c
+    if lim > keyspace:
+        lim = keyspace
+    out_rep = np.empty(lim, dtype=np.int32)
+    out_cnt = np.empty(lim, dtype=np.int64)
+    out_pos = np.empty(lim, dtype=np.int64)
     cls = np.empty(c if want_cls else 0, dtype=np.int32)
     has_cnt = cnt.shape[0] > 0
-    nout = 0
     if keyspace <= dense.shape[0] and (keyspace <= 65536 or keyspace <= 4 * c):
-        for t in range(c):
-            key = keys[t]
-            s = dense[key]
+        mode = 0
+    elif keyspace < (np.int64(1) << 31):
+        mode = 1
+    else:
+        mode = 2
+    size, shift, mask = _table_shape(lim)
+    low = (np.int64(1) << 32) - 1
+    nout = 0
+    B = keybuf.shape[0]
+    stop = False
+    for a in range(0, c, B):
+        b = min(a + B, c)
+        for t in range(b - a):
+            keybuf[t] = 0
+        for j in range(d):
+            col = codes[cols[j]]
+            st = strides[j]
+            if identity:
+                for t in range(a, b):
+                    keybuf[t - a] += col[t] * st
+            else:
+                for t in range(a, b):
+                    keybuf[t - a] += col[rep[t]] * st
+        for t in range(a, b):
+            key = keybuf[t - a]
             w = cnt[t] if has_cnt else 1
+            s = -1
+            pos = 0
+            if mode == 0:
+                s = dense[key]
+                if s < 0:
+                    dense[key] = nout
+                    pos = key
+            else:
+                h = np.int64((np.uint64(key) * _GOLDEN) >> shift)
+                while True:
+                    e = hkey[h]
+                    if e < 0:
+                        if mode == 1:
+                            hkey[h] = (key << 32) | nout
+                        else:
+                            hkey[h] = key
+                            hval[h] = nout
+                        pos = h
+                        break
+                    if mode == 1:
+                        if (e >> 32) == key:
+                            s = e & low
+                            break
+                    elif e == key:
+                        s = hval[h]
+                        break
+                    h = (h + 1) & mask
             if s < 0:
-                dense[key] = nout
-                _emit(out_rep, out_cnt, out_pos, nout, t if identity else rep[t], w, key)
                 s = nout
+                out_rep[s] = t if identity else rep[t]
+                out_cnt[s] = w
+                out_pos[s] = pos
                 nout += 1
             else:
                 out_cnt[s] += w
             if want_cls:
                 cls[t] = s
-        for s in range(nout):
+            if nout > cap:
+                stop = True
+                break
+        if stop:
+            break
+    for s in range(nout):
+        if mode == 0:
             dense[out_pos[s]] = -1
-    elif keyspace < (np.int64(1) << 31):
-        # one packed table: (key << 32) | class, -1 empty (one cache miss per probe)
-        size, shift, mask = _table_shape(c)
-        low = (np.int64(1) << 32) - 1
-        for t in range(c):
-            key = keys[t]
-            w = cnt[t] if has_cnt else 1
-            h = np.int64((np.uint64(key) * _GOLDEN) >> shift)
-            while True:
-                e = hkey[h]
-                if e < 0:
-                    hkey[h] = (key << 32) | nout
-                    _emit(out_rep, out_cnt, out_pos, nout, t if identity else rep[t], w, h)
-                    s = nout
-                    nout += 1
-                    break
-                if (e >> 32) == key:
-                    s = e & low
-                    out_cnt[s] += w
-                    break
-                h = (h + 1) & mask
-            if want_cls:
-                cls[t] = s
-        for s in range(nout):
-            hkey[out_pos[s]] = -1
-    else:
-        size, shift, mask = _table_shape(c)
-        for t in range(c):
-            key = keys[t]
-            w = cnt[t] if has_cnt else 1
-            h = np.int64((np.uint64(key) * _GOLDEN) >> shift)
-            while True:
-                k0 = hkey[h]
-                if k0 == key:
-                    s = hval[h]
-                    out_cnt[s] += w
-                    break
-                if k0 < 0:
-                    hkey[h] = key
-                    hval[h] = nout
-                    _emit(out_rep, out_cnt, out_pos, nout, t if identity else rep[t], w, h)
-                    s = nout
-                    nout += 1
-                    break
-                h = (h + 1) & mask
-            if want_cls:
-                cls[t] = s
-        for s in range(nout):
+        else:
             hkey[out_pos[s]] = -1
     return out_rep[:nout].copy(), out_cnt[:nout].copy(), cls
 
 
 @njit
-def group_tuple(codes, rep, cnt, identity, cols, want_cls):
-    """Grouping for key spaces past 2^62 (many QIs): hash the code tuple and compare it."""
+def group_tuple(codes, rep, cnt, identity, cols, cap, want_cls):
+    """``group_node`` for key spaces past 2^62 (many QIs): hash the code tuple and compare it.
+    Same inputs (no keys) and outputs, same early stop past ``cap`` classes."""
     c = codes.shape[1] if identity else rep.shape[0]
     d = cols.shape[0]
-    out_rep = np.empty(c, dtype=np.int32)
-    out_cnt = np.empty(c, dtype=np.int64)
+    lim = cap + 1
+    if lim > c:
+        lim = c
+    out_rep = np.empty(lim, dtype=np.int32)
+    out_cnt = np.empty(lim, dtype=np.int64)
     cls = np.empty(c if want_cls else 0, dtype=np.int32)
-    size, shift, mask = _table_shape(c)
+    size, shift, mask = _table_shape(lim)
     has_cnt = cnt.shape[0] > 0
     tval = np.full(size, -1, dtype=np.int32)
     thash = np.empty(size, dtype=np.uint64)
@@ -209,6 +192,8 @@ def group_tuple(codes, rep, cnt, identity, cols, want_cls):
             h = (h + 1) & mask
         if want_cls:
             cls[t] = s
+        if nout > cap:
+            break
     return out_rep[:nout].copy(), out_cnt[:nout].copy(), cls
 
 
@@ -308,3 +293,91 @@ def tag_closure(status, start, bit, radix, strides, up):
             stack[top] = v
             top += 1
     return newly
+
+
+@njit
+def distinct_sorted(col, bits, null):
+    """Sorted distinct values of a float64 column and each row's index among them.
+
+    col float64 (n,) IN (any stride); bits int64 (n,) IN: the same memory viewed as int64 (the
+    hash key; -0.0 is taken as 0.0); null bool (n,) IN: rows to skip.
+    Returns (values float64 (u,) ascending, index int32 (n,), -1 where null). Open addressing
+    on the value bits, then a sort of the u distinct values: O(n + u log u) (np.unique plus
+    searchsorted is O(n log n)).
+    """
+    n = col.shape[0]
+    size = 1024
+    shift = np.uint64(54)
+    tkey = np.empty(size, dtype=np.int64)
+    tid = np.full(size, -1, dtype=np.int32)
+    uniq = np.empty(64, dtype=np.float64)
+    u = 0
+    slot = np.empty(n, dtype=np.int32)
+    for i in range(n):
+        if null[i]:
+            slot[i] = -1
+            continue
+        v = col[i]
+        key = bits[i]
+        if v == 0.0:
+            v = 0.0
+            key = 0
+        if 2 * (u + 1) > size:  # grow and rehash
+            size *= 2
+            shift -= np.uint64(1)
+            nkey = np.empty(size, dtype=np.int64)
+            nid = np.full(size, -1, dtype=np.int32)
+            for h0 in range(tid.shape[0]):
+                if tid[h0] >= 0:
+                    h = np.int64((np.uint64(tkey[h0]) * _GOLDEN) >> shift)
+                    while nid[h] >= 0:
+                        h = (h + 1) & (size - 1)
+                    nkey[h] = tkey[h0]
+                    nid[h] = tid[h0]
+            tkey, tid = nkey, nid
+        h = np.int64((np.uint64(key) * _GOLDEN) >> shift)
+        while True:
+            s = tid[h]
+            if s < 0:
+                tkey[h] = key
+                tid[h] = u
+                if u >= uniq.shape[0]:
+                    grown = np.empty(2 * uniq.shape[0], dtype=np.float64)
+                    grown[:u] = uniq[:u]
+                    uniq = grown
+                uniq[u] = v
+                slot[i] = u
+                u += 1
+                break
+            if tkey[h] == key:
+                slot[i] = s
+                break
+            h = (h + 1) & (size - 1)
+    order = np.argsort(uniq[:u])
+    rank = np.empty(u, dtype=np.int32)
+    for r in range(u):
+        rank[order[r]] = r
+    for i in range(n):
+        if slot[i] >= 0:
+            slot[i] = rank[slot[i]]
+    return uniq[:u][order].copy(), slot
+
+
+@njit
+def leaf_extremes(leaf, values, null, n_leaves):
+    """Per leaf: (min value, max value over its non-NULL rows (+inf / -inf when none), whether
+    a NULL row sits on it). leaf int32 (n,), values float64 (n,), null bool (n,). O(n)."""
+    vmin = np.full(n_leaves, np.inf)
+    vmax = np.full(n_leaves, -np.inf)
+    has_null = np.zeros(n_leaves, dtype=np.bool_)
+    for i in range(leaf.shape[0]):
+        f = leaf[i]
+        if null[i]:
+            has_null[f] = True
+        else:
+            v = values[i]
+            if v < vmin[f]:
+                vmin[f] = v
+            if v > vmax[f]:
+                vmax[f] = v
+    return vmin, vmax, has_null

@@ -25,10 +25,15 @@ raw rows (their classes' histograms need the rows), not rolled up.
 
 Speed: results are memoized; a node is grouped from the smallest cached class table of a node
 below it (a roll-up: classes of a generalization are unions of classes, so each cached class is
-one input "row" with a count), never from SQL. Per-QI minimum levels (``bounds``): if QI j alone
-at level L leaves more than ``limit`` rows in classes < k, every node with that level is
-infeasible (its classes are subsets of the single-QI classes), so nodes below the bounds are
-rejected without counting.
+one input "row" with a count), never from SQL. The cache is LRU, bounded by ``cache_entries``
+tables and ``cache_rows`` classes in all (2 t by default). With ``stop_early`` (searches that
+read only feasibility and feasible losses: optimal, datafly, random) grouping stops as soon as
+a node has more than ``cap = n // k + limit`` classes: at most n // k classes can reach k rows,
+so more leave over ``limit`` rows suppressed; such a node (n_suppressed -1) costs about cap
+inputs instead of the whole table, the common case near an all-distinct bottom. Per-QI minimum
+levels (``bounds``): if QI j alone at level L leaves more than ``limit`` rows in classes < k,
+every node with that level is infeasible (its classes are subsets of the single-QI classes), so
+nodes below the bounds are rejected without counting.
 """
 from __future__ import annotations
 
@@ -45,6 +50,8 @@ from .levels import LatticeSpace
 
 LOSSES = objectives.LATTICE_LOSSES
 _DENSE_MAX = 1 << 21
+_NO_CAP = 1 << 62
+_KEY_BLOCK = 4096  # inputs keyed per block by the grouping kernel
 
 
 @dataclass(frozen=True)
@@ -52,7 +59,7 @@ class CheckResult:
     feasible: bool
     loss: float           # loss of the published table at this node (inf when infeasible)
     lower_bound: float    # a lower bound of the loss of this node and of every node above it
-    n_suppressed: int     # rows in classes < k (-1 when rejected by the per-QI bounds)
+    n_suppressed: int     # rows in classes < k (-1 when rejected without counting them)
     min_class: int        # smallest class before suppression (0 when unknown)
     n_classes: int        # classes before suppression (0 when unknown)
 
@@ -61,7 +68,8 @@ class NodeChecker:
     """Memoized evaluation of lattice nodes for one data set, k, suppression limit and loss."""
 
     def __init__(self, space: LatticeSpace, k: int, max_suppression: float = 0.0, loss: str = "log",
-                 cache_entries: int = 48, privacy=None, weights=None):
+                 cache_entries: int = 1024, privacy=None, weights=None, stop_early: bool = False,
+                 cache_rows: int | None = None):
         self.objective = objectives.get(loss, "lattice")
         ms = float(max_suppression)
         if not (0.0 <= ms <= 1.0) or math.isnan(ms):
@@ -85,12 +93,15 @@ class NodeChecker:
             hsize *= 2
         self._hkey = np.full(hsize, -1, dtype=np.int64)
         self._hval = np.empty(hsize, dtype=np.int32)
-        self._keybuf = np.empty(self.t, dtype=np.int64)
+        self._keybuf = np.empty(_KEY_BLOCK, dtype=np.int64)
         self._cache_entries = cache_entries
         self._ckeys = np.full((cache_entries, space.d), np.iinfo(np.int64).max, dtype=np.int64)
         self._csize = np.full(cache_entries, np.iinfo(np.int64).max, dtype=np.int64)
         self._cstamp = np.zeros(cache_entries, dtype=np.int64)
         self._ctab = [None] * cache_entries
+        self._ctab_used = np.zeros(cache_entries, dtype=bool)
+        self._cached_rows = 0
+        self.cache_rows = 2 * self.t if cache_rows is None else int(cache_rows)
         self._clock = 0
         self._n_cached = 0
         self.weights = None if weights is None else np.asarray(weights, dtype=np.float64)
@@ -107,6 +118,12 @@ class NodeChecker:
         self.bounds = self._per_qi_bounds()
         # privacy models beyond k (privacy.PrivacySpec): classes violating one are suppressed
         self.privacy = privacy if privacy is not None and privacy.has_class_models else None
+        # stop_early: a node with more than n // k + limit classes leaves more than limit rows
+        # in classes < k (at most n // k classes reach k), so grouping stops there and the node
+        # is reported infeasible with n_suppressed = -1 (its exact statistics are not computed)
+        # (not with DM: the lower bound it prunes with is the node's sum of squared class sizes)
+        self.cap = self.n // max(self.k, 1) + self.limit \
+            if stop_early and self.privacy is None and not self.objective.bound_prunes else _NO_CAP
 
     # ------------------------------------------------------------------ static parts
     @staticmethod
@@ -156,43 +173,62 @@ class NodeChecker:
         return any(int(levels[j]) < self.bounds[j] for j in range(len(self.bounds)))
 
     # ------------------------------------------------------------------ grouping
-    def _run_kernels(self, levels, rep, cnt, identity, want_cls=False):
+    def _run_kernels(self, levels, rep, cnt, identity, want_cls=False, cap=_NO_CAP):
         sp = self.space
         cols = sp.cols(levels)
         strides, ks = sp.keyspace(levels)
         if ks < (1 << 62):
-            keys = K.node_keys(sp.codes, rep, identity, cols, strides, self._keybuf)
-            return K.group_keys(keys, rep, cnt, identity, ks, self._dense, self._hkey, self._hval,
-                                want_cls)
-        return K.group_tuple(sp.codes, rep, cnt, identity, cols, want_cls)
+            return K.group_node(sp.codes, rep, cnt, identity, cols, strides, ks, cap, self._dense,
+                                self._hkey, self._hval, self._keybuf, want_cls)
+        return K.group_tuple(sp.codes, rep, cnt, identity, cols, cap, want_cls)
 
-    def _group(self, levels):
-        """(rep, cnt) class table of a node, rolled up from the smallest cached node below it."""
-        self.poll()
+    def _source(self, levels):
+        """(rep, cnt, identity) of the smallest cached class table of a node <= ``levels``, or
+        the encoded rows when none is cached."""
         lv = np.asarray(levels, dtype=np.int64)
         ok = (self._ckeys <= lv).all(axis=1)
-        self.n_evaluated += 1
         if ok.any():
             i = int(np.argmin(np.where(ok, self._csize, np.iinfo(np.int64).max)))
             self._clock += 1
             self._cstamp[i] = self._clock
             rep, cnt = self._ctab[i]
-            self.n_rows_grouped += rep.shape[0]
-            return self._run_kernels(levels, rep, cnt, False)[:2]
-        self.n_rows_grouped += self.t
-        return self._run_kernels(levels, *self._norep, True)[:2]
+            return rep, cnt, False
+        return self._norep[0], self._norep[1], True
+
+    def _group(self, levels):
+        """(rep, cnt) class table of a node, rolled up from the smallest cached node below it
+        (the encoded rows when none is); stops past ``cap`` classes (see ``group_node``)."""
+        self.poll()
+        self.n_evaluated += 1
+        rep, cnt, identity = self._source(levels)
+        self.n_rows_grouped += self.t if identity else rep.shape[0]
+        return self._run_kernels(levels, rep, cnt, identity, cap=self.cap)[:2]
 
     def _remember(self, levels, tab):
+        """Cache a class table (LRU), keeping at most ``cache_entries`` tables holding at most
+        ``cache_rows`` classes in all."""
         size = tab[0].shape[0]
         if size >= self.t * 0.9 and self._n_cached:
             return  # barely smaller than the raw rows: not worth the memory
-        i = int(np.argmin(self._cstamp))  # least recently used (never-used slots first)
+        while self._n_cached and (self._n_cached >= self._cache_entries
+                                  or self._cached_rows + size > self.cache_rows):
+            used = self._ctab_used
+            i = int(np.argmin(np.where(used, self._cstamp, np.iinfo(np.int64).max)))
+            self._cached_rows -= int(self._csize[i])
+            self._ckeys[i] = np.iinfo(np.int64).max
+            self._csize[i] = np.iinfo(np.int64).max
+            self._ctab[i] = None
+            used[i] = False
+            self._n_cached -= 1
+        i = int(np.argmin(self._ctab_used))  # a free slot
         self._clock += 1
         self._ckeys[i] = levels
         self._csize[i] = size
         self._cstamp[i] = self._clock
         self._ctab[i] = tab
-        self._n_cached = min(self._n_cached + 1, self._cache_entries)
+        self._ctab_used[i] = True
+        self._cached_rows += size
+        self._n_cached += 1
 
     def check(self, levels) -> CheckResult:
         """Evaluate one node (memoized)."""
@@ -208,6 +244,10 @@ class NodeChecker:
         sp = self.space
         if self.privacy is None:
             rep, cnt = self._group(key)
+            if rep.shape[0] > self.cap:  # stopped early: too many classes to be feasible
+                res = CheckResult(False, math.inf, self.static_bound(key), -1, 0, 0)
+                self.memo[key] = res
+                return res
             self._remember(key, (rep, cnt))
             mn, sup, sq_ok, sq_all, sup_ncp = K.class_stats(rep, cnt, self.k, sp.codes,
                                                             sp.cols(key), sp.coff, self._cncp)

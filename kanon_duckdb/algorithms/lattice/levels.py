@@ -28,6 +28,7 @@ from fractions import Fraction
 import numpy as np
 
 from ...ncp import node_ncp
+from . import _kernels as K
 from ...taxonomy import builders
 from ...taxonomy.tree import TaxonomyIndex, build_index, flat_index
 from ...qidata import QIData
@@ -109,12 +110,12 @@ def numeric_tree(data: QIData, j: int):
     if given is not None and data.num_leaf is not None:
         return given, np.ascontiguousarray(data.num_leaf[:, j], dtype=np.int32), None
     col = data.num[:, j]
-    vals = np.unique(col[~null])
+    vals, pos = K.distinct_sorted(col, col.view(np.int64), null)
     if vals.size == 0:  # all NULL: a single NULL leaf under the root
         tree = flat_index(name, []).with_null_leaf()
         return tree, np.full(data.n, tree.leaf_of_label[None], dtype=np.int32), []
     tree, leaf_of_value, widths = _auto_numeric_tree(name, vals, bool(data.num_is_int[j]))
-    leaf = leaf_of_value[np.searchsorted(vals, col)] if vals.size else np.zeros(data.n, np.int32)
+    leaf = leaf_of_value[pos]  # NULL rows (pos -1) get the NULL leaf below
     if null.any():
         tree = tree.with_null_leaf()
         leaf = leaf.copy()
@@ -125,15 +126,7 @@ def numeric_tree(data: QIData, j: int):
 def _node_ranges(tree: TaxonomyIndex, leaf, values, null):
     """Published (lo, hi) per node: min/max of the data values of the leaves under it; NaN if
     the node covers a NULL row."""
-    nl = tree.leaf_count
-    vmin = np.full(nl, np.inf)
-    vmax = np.full(nl, -np.inf)
-    has_null = np.zeros(nl, dtype=bool)
-    ok = ~null
-    np.minimum.at(vmin, leaf[ok], values[ok])
-    np.maximum.at(vmax, leaf[ok], values[ok])
-    if null.any():
-        has_null[np.unique(leaf[null])] = True
+    vmin, vmax, has_null = K.leaf_extremes(leaf, values, null, tree.leaf_count)
     n_nodes = tree.n_nodes
     lo = np.full(n_nodes, np.inf)
     hi = np.full(n_nodes, -np.inf)
@@ -205,6 +198,6 @@ def build_space(data: QIData) -> LatticeSpace:
     for j in range(d):
         for lv in range(heights[j] + 1):
             c = cstart[j] + lv
-            codes[c] = per_col[c][0][cols[j]]
+            np.take(per_col[c][0].astype(dtype), cols[j], out=codes[c])
     return LatticeSpace(n, names, data.dn, trees, heights, codes, cstart, mcol, coff, cnode, cncp,
                         ncp_mean, node_lo, node_hi, auto, data.counts)
