@@ -9,7 +9,9 @@ separate connection with its own temporary catalog, so by itself it cannot see t
 This module wraps ``DuckDBPyConnection.register`` / ``unregister`` / ``close`` once, at class
 level (as ``interrupt`` wraps ``interrupt``), to remember ``{connection id: {name: object}}``
 (an entry lives until ``unregister``, ``close`` or the connection's collection). The macro
-passes ``current_connection_id()`` (folded at bind time in the caller's connection) to its UDFs,
+passes ``current_connection_id()`` (folded at bind time in the caller's connection) to its UDFs
+(the metric macros pass ``getvariable('__kanon_conn_id')``, which registering sets on the
+connection or cursor: ``current_connection_id()`` is refused inside their COLUMNS lambdas),
 and :func:`expose` registers the same Python object under the same name on the reader cursor:
 both reads (the algorithm's, through the cursor, and the output's, in the caller's query) see the
 same data. Cost: one ``SELECT current_connection_id()`` per connection, on its first register.
@@ -31,6 +33,8 @@ from .errors import InvalidParameterError
 _lock = threading.Lock()
 _objects: dict[int, dict[str, tuple[str, object]]] = {}  # connection id -> lower name -> (name, obj)
 _ids: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # connection -> its id
+_announced: set[int] = set()  # connection ids whose VARIABLE is set
+VARIABLE = "__kanon_conn_id"  # per connection: its id, once it registered something
 
 
 def _connection_id(con) -> int | None:
@@ -57,6 +61,22 @@ def connection_id(con) -> int | None:
 def _forget(cid: int) -> None:
     with _lock:
         _objects.pop(cid, None)
+        _announced.discard(cid)
+
+
+def _announce(con, cid: int) -> None:
+    """``SET VARIABLE __kanon_conn_id`` on ``con`` (once): the metric macros' column look-ups
+    read it with ``getvariable``, which DuckDB allows inside ``COLUMNS(lambda ...)`` where
+    ``current_connection_id()`` is refused, so they find objects registered on a cursor too.
+    Skipped (and retried at the next register) when ``con`` cannot run a statement now."""
+    if cid in _announced:
+        return
+    try:
+        con.sql(f"SET VARIABLE {VARIABLE} = {int(cid)}")
+    except duckdb.Error:
+        return
+    with _lock:
+        _announced.add(cid)
 
 
 def _wrap_connection_class() -> None:
@@ -74,6 +94,7 @@ def _wrap_connection_class() -> None:
         if cid is not None and isinstance(view_name, str):
             with _lock:
                 _objects.setdefault(cid, {})[view_name.lower()] = (view_name, python_object)
+            _announce(self, cid)
         return out
 
     def unregister(self, view_name, *args, **kwargs):

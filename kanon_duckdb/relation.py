@@ -12,23 +12,49 @@
 
 The SQL layer reads through a cursor of the same database (``__kanon_run`` runs inside the
 caller's query, which cannot use its own connection). Objects registered on the caller's
-connection (``con.register('name', df)``) are bridged: ``registered.py`` registers the same
-Python object on the cursor. TEMP tables and tables created in a still-open transaction are a
-DuckDB limitation for the SQL macros, each step verified on DuckDB 2.0:
+connection or on a cursor of it (``con.register('name', df)``) are bridged: ``registered.py``
+registers the same Python object on the reader cursor. Relations only the caller's connection
+sees (TEMP tables and views, tables created in its still-open transaction, objects registered
+before ``kanon_duckdb`` was imported) fail here; ``k_anonymize`` then reads them in the caller's
+own query (``caller_read.py``), the metric, check and query_error macros cannot. Each reason,
+checked on DuckDB 2.0 (``duckdb`` 2.0.0):
 
-- a Python UDF cannot run anything on the connection executing its query ("Resource In Use:
-  code running inside a query cannot use that query's connection"), so it cannot read them;
-- a cursor is another connection, with its own TEMP catalog and its own transaction;
-- the SQL that ``__kanon_sql`` returns is bound in the caller's connection and could read the
-  rows, but its columns must be known when it is written, at bind time, and nothing can carry
-  a TEMP table's columns there: a table function's arguments cannot contain subqueries
-  ("Table function cannot contain subqueries") nor columns of a lateral join ("query does not
-  support lateral join column parameters", so not even ``typeof(t.c)``), and DuckDB's Python
-  API has no table functions.
+- a Python UDF cannot run anything on the connection executing its query::
 
-The error says so and names the fix: the Python API ``kanon_duckdb.anonymize('name', con=con)``
-reads through the caller's own connection and takes them (``allow_temp=True`` is for that
-caller side), or ``CREATE TABLE ... AS FROM tmp`` (and COMMIT) first.
+      con.create_function('f', lambda x: con.sql('SELECT 1').fetchall()[0][0],
+                          [duckdb.sqltype('INTEGER')], duckdb.sqltype('INTEGER'))
+      con.sql('SELECT f(1)')   # Resource In Use Error: code running inside a query cannot
+                               # use that query's connection; use a separate connection ...
+
+- a cursor is another connection, with its own TEMP catalog (duckdb/duckdb#11018)::
+
+      con.sql('CREATE TEMP TABLE t AS SELECT 7 AS kanon_run')
+      con.cursor().sql('FROM t')   # Catalog Error: Table with name t does not exist!
+
+- the metric and check macros need, at bind time, the columns that publish each QI, which the
+  run recorded in ``kanon_runs`` for the run id stored in the table's ``kanon_run`` column:
+  data, and nothing can carry data of the caller's table to bind time. A table function's
+  arguments and a ``COLUMNS`` lambda refuse subqueries, and ``query()`` refuses columns of a
+  lateral join::
+
+      SELECT * FROM query('SELECT ' || (SELECT max(kanon_run) FROM t))
+          -- Binder Error: Table function cannot contain subqueries
+      SELECT COLUMNS(lambda c: c IN (SELECT 'x')) FROM t
+          -- Binder Error: Table function cannot contain subqueries
+      SELECT * FROM t, query('SELECT ' || t.kanon_run)
+          -- Binder Error: Table function "query" does not support lateral join column
+          --   parameters - cannot use column "t.kanon_run" in this context.
+
+  (``k_anonymize`` needs only the column types at bind time, and DuckDB 2.0's binder derives
+  the output shape from them through macro overloads on argument types: caller_read.py.)
+- an object registered before ``import kanon_duckdb`` was registered by DuckDB's own
+  ``register``, which ``registered.py`` had not wrapped yet, and DuckDB's Python API cannot list
+  a connection's registered objects, so nothing can hand it to the cursor.
+
+The error (``NOT_VISIBLE``) names the fixes: register the object again after the import; for a
+TEMP or uncommitted table, register its rows as Arrow or ``CREATE TABLE ... AS FROM tmp`` (and
+COMMIT); in Python, ``kanon_duckdb.anonymize('name', con=con)`` and the metric helpers read
+through the caller's own connection (``allow_temp=True`` is for that caller side).
 """
 from __future__ import annotations
 
@@ -42,12 +68,16 @@ READERS = ("read_parquet", "parquet_scan", "read_csv", "read_csv_auto", "read_js
            "read_json_auto", "read_ndjson", "read_ndjson_auto", "read_json_objects",
            "read_text", "read_blob", "read_xlsx", "delta_scan", "iceberg_scan")
 
-NOT_VISIBLE = ("TEMP tables and tables created in a transaction that is still open are not "
-               "visible to k_anonymize in SQL (it reads through its own cursor, a separate "
-               "connection; DuckDB lets no code inside a query use the query's own connection), "
-               "nor are objects registered with con.register before kanon_duckdb was imported. "
-               "Use the Python API kanon_duckdb.anonymize('name', ..., con=con), which reads "
-               "through your connection, or create a regular table and COMMIT it first")
+NOT_VISIBLE = ("TEMP tables and views, tables created in a transaction that is still open, and "
+               "objects registered with con.register before kanon_duckdb was imported are seen "
+               "by your connection only, not by the cursor this function reads through "
+               "(k_anonymize reads them in your own query; the metric, check and query_error "
+               "macros cannot, see kanon_duckdb/relation.py). Fix: register an object again "
+               "after importing kanon_duckdb, con.register('x', obj); for a TEMP or uncommitted "
+               "table x, con.register('x_arrow', con.sql('FROM x').to_arrow_table()) and pass "
+               "'x_arrow', or CREATE TABLE ... AS FROM x (and COMMIT); or, in Python, "
+               "kanon_duckdb.anonymize('x', ..., con=con) and kanon_duckdb.gcp(con.table('x'), "
+               "con=con), which read through your connection")
 
 
 @dataclass(frozen=True)
@@ -82,7 +112,7 @@ def resolve_source(con, name, allow_temp: bool = False) -> Source:
         quoted, kind, parts = _file_or_reader(name), None, None
         if quoted is None:
             raise UnknownObjectError(
-                f"table '{name}' does not exist as a table, view or file k_anonymize can see. "
+                f"table '{name}' does not exist as a table, view or file kanon-duckdb can see. "
                 f"{NOT_VISIBLE}."
             ) from None
     try:

@@ -26,6 +26,15 @@
 -- Height ratio (Byun et al. 2007): numeric as NCP; categorical height(subtree of the label) /
 --   height(tree) (flat tree: '*' 1, other labels 0).
 
+-- The column look-ups of udfs/metrics.py, told which connection is asking: registering an
+-- object sets the variable on that connection or cursor (kanon_duckdb/registered.py);
+-- getvariable is allowed inside COLUMNS lambdas, current_connection_id() is not.
+CREATE OR REPLACE MACRO __kanon_meta(tbl) AS __kanon_meta_in(tbl, getvariable('__kanon_conn_id'));
+CREATE OR REPLACE MACRO __kanon_qi_cols(tbl, qi) AS
+    __kanon_qi_cols_in(tbl, qi, getvariable('__kanon_conn_id'));
+CREATE OR REPLACE MACRO __kanon_column(tbl, name) AS
+    __kanon_column_in(tbl, name, getvariable('__kanon_conn_id'));
+
 -- kanon_taxonomy_nodes(attrs := NULL): one row per (attr, node) of every tree in kanon_taxonomy
 -- (or only of the trees named in the list attrs: each tree is computed on its own) with depth
 -- (edges from the root), n_leaves (leaves below it, itself if a leaf), sub_height (height of its

@@ -39,3 +39,9 @@ CREATE OR REPLACE TEMP MACRO kanon_build_flat(tbl, col, attr := NULL)
 -- its tree (default: the tree k_anonymize would use), else an error listing the missing values.
 CREATE OR REPLACE TEMP MACRO kanon_check_taxonomy(tbl, col, attr := NULL)
     AS __kanon_check_taxonomy(tbl, col, attr::VARCHAR);
+
+-- The tree of a column of a table, told which connection asks (as udfs/metrics.py's look-ups:
+-- getvariable('__kanon_conn_id') is set by registering an object; NULL means the connection
+-- the functions were declared on).
+CREATE OR REPLACE MACRO __kanon_tree_attr(tbl, col) AS
+    __kanon_tree_attr_in(tbl, col, getvariable('__kanon_conn_id'));

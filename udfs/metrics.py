@@ -5,7 +5,7 @@ columns of an anonymized table are quasi-identifiers is data: it is recorded in 
 the run in the table's ``kanon_run`` column. These two deterministic UDFs, folded at bind time
 (constant arguments), give the macros the column names to use inside ``COLUMNS(lambda ...)``:
 
-- ``__kanon_meta(tbl)`` -> STRUCT(run_id, k, num_qi, cat_qi, lo_cols, hi_cols, cat_trees, num_lo,
+- ``__kanon_meta(tbl)`` (macro over ``__kanon_meta_in(tbl, caller)``) -> STRUCT(run_id, k, num_qi, cat_qi, lo_cols, hi_cols, cat_trees, num_lo,
   num_hi, num_w, cat_w) (``published.qi_layout``): the run of an anonymized table and its QIs as they appear in
   the table, in table order: numeric QI ``c`` published as ``c_min``/``c_max``
   (``lo_cols[i]``/``hi_cols[i]`` belong to ``num_qi[i]``, ``num_lo[i]``/``num_hi[i]`` is the
@@ -15,24 +15,28 @@ the run in the table's ``kanon_run`` column. These two deterministic UDFs, folde
   NULL for the implicit flat tree; ``num_w``/``cat_w`` the QIs' weights (``weights :=``, mean 1,
   all 1 without). Errors name the problem: not a k_anonymize output, a table mixing
   several runs, a QI column missing.
-- ``__kanon_qi_cols(tbl, qi)`` -> STRUCT(cols, sup_col): the columns to group by for the privacy
+- ``__kanon_qi_cols(tbl, qi)`` (over ``__kanon_qi_cols_in``) -> STRUCT(cols, sup_col): the columns to group by for the privacy
   checks, for a raw or an anonymized table: ``c`` when the table has it, else ``c_min`` and
   ``c_max``; ``sup_col`` is ``'suppressed'`` for an anonymized table (suppressed rows are left out
   of the classes) and ``'__kanon_nosup'`` (a constant FALSE column the macros add) otherwise.
-- ``__kanon_column(tbl, name)`` -> VARCHAR: the stored name of one column (a sensitive attribute,
+- ``__kanon_column(tbl, name)`` (over ``__kanon_column_in``) -> VARCHAR: the stored name of one column (a sensitive attribute,
   a class label), or an error listing the table's columns.
 
 Like every kanon-duckdb UDF they read through a cursor, which does not see TEMP tables or
-uncommitted changes of the caller's transaction (the error names the workaround). An object
-registered with ``con.register`` on the connection the functions were declared on
-(``kanon_duckdb.connect`` / ``register``) is handed to the cursor by
-``udfs.anonymize.reader_source`` (kanon_duckdb/registered.py), as ``k_anonymize`` does; the
-connection is fixed at declaration, since ``current_connection_id()`` cannot appear in the
-macros' COLUMNS lambdas.
+uncommitted changes of the caller's transaction (the error names the workaround: these macros
+need the table's run, which is data, at bind time, so they cannot read it in the caller's query
+as k_anonymize does; relation.py). An object registered with ``con.register`` on the caller's
+connection or on a cursor of it is handed to the reader cursor by
+``udfs.anonymize.reader_source`` (kanon_duckdb/registered.py), as ``k_anonymize`` does. The
+caller is named by ``getvariable('__kanon_conn_id')``, which registering sets on that
+connection or cursor: ``current_connection_id()`` cannot appear in the macros' COLUMNS lambdas,
+``getvariable`` can. NULL (nothing registered there) means the connection the functions were
+declared on.
 
 A metric macro names these UDFs many times (each COLUMNS lambda), and DuckDB folds each occurrence
 separately, so answers are memoized per (arguments, catalog version): any statement that can
-change what a name binds to (CREATE/DROP/INSERT ...) starts afresh. Without the connection's
+change what a name binds to (CREATE/DROP/INSERT ...) starts afresh, and so does registering
+another object under a name (the key holds the registered object's identity). Without the connection's
 ``_catalog_version`` (a DuckDB 2.0 Python API) nothing is memoized.
 """
 from __future__ import annotations
@@ -49,14 +53,6 @@ META_TYPE = ("STRUCT(run_id BIGINT, k BIGINT, num_qi VARCHAR[], cat_qi VARCHAR[]
              "lo_cols VARCHAR[], hi_cols VARCHAR[], cat_trees VARCHAR[], num_lo DOUBLE[], "
              "num_hi DOUBLE[], num_w DOUBLE[], cat_w DOUBLE[])")
 QI_COLS_TYPE = "STRUCT(cols VARCHAR[], sup_col VARCHAR)"
-# The macros need the column names inside COLUMNS lambdas, which DuckDB folds at bind time and
-# where neither a subquery nor current_connection_id() is allowed: they cannot pass a TEMP
-# table's columns or run from SQL, so a TEMP table is read as a registered copy.
-TEMP_WORKAROUND = ("For a metric or check on a TEMP table 'x': register it on the same "
-                   "connection, con.register('x_arrow', con.sql('FROM x').to_arrow_table()), "
-                   "and pass 'x_arrow'; or CREATE TABLE ... AS FROM x (and COMMIT).")
-
-
 def _columns(cur, tbl):
     """(FROM-clause SQL, column names) of a table, view or file (kanon_duckdb.relation)."""
     from kanon_duckdb.relation import resolve_source
@@ -129,12 +125,15 @@ def _with_cursor(con, fn, conn_id, tbl, *args):
     cur = con.cursor()
     try:
         return fn(cur, reader_source(cur, conn_id, tbl), *args)
-    except UnknownObjectError as exc:
-        if "TEMP" not in str(exc):
-            raise
-        raise UnknownObjectError(f"{exc} {TEMP_WORKAROUND}") from None
     finally:
         cur.close()
+
+
+def _registered(conn_id, name) -> int | None:
+    """Identity of the object registered as ``name`` on connection ``conn_id`` (a memo key)."""
+    from kanon_duckdb.registered import lookup
+    found = lookup(conn_id, name)
+    return None if found is None else id(found[1])
 
 
 def one_column(cur, tbl: str, name) -> str:
@@ -156,19 +155,25 @@ def declare(ctx: UdfContext) -> list[UDF]:
     con = ctx.con
     memo = _Memo(con)
     # The macros name these UDFs inside COLUMNS lambdas, where DuckDB refuses
-    # current_connection_id() ("Unsupported expression in COLUMNS"): objects registered on the
-    # connection the functions were declared on are the ones handed to the reader cursor.
+    # current_connection_id() ("Unsupported expression in COLUMNS"): they pass
+    # getvariable('__kanon_conn_id') instead, which registering an object sets on the caller
+    # (registered.py); NULL (nothing registered there) means the declaring connection.
     from kanon_duckdb.registered import connection_id
-    conn_id = connection_id(con)
+    declared_id = connection_id(con)
 
-    def kanon_meta(tbl):
+    def caller(conn):
+        cid = first_value(conn)
+        return declared_id if cid is None else cid
+
+    def kanon_meta(tbl, conn):
         # one answer per distinct name: a list of tables (lattice_accuracy's eq. 5 form) reaches
         # this UDF as one vector of different names
+        conn_id = caller(conn)
         names = (tbl.combine_chunks() if hasattr(tbl, "combine_chunks") else tbl).to_pylist()
         metas = {}
         for name in names:
             if name not in metas:
-                metas[name] = memo.get(("meta", conn_id, name),
+                metas[name] = memo.get(("meta", conn_id, name, _registered(conn_id, name)),
                                        lambda n=name: _with_cursor(con, anonymized_meta, conn_id, n))
         return pa.array([metas[n] for n in names], type=pa.struct([
             ("run_id", pa.int64()), ("k", pa.int64()), ("num_qi", pa.list_(pa.string())),
@@ -177,22 +182,22 @@ def declare(ctx: UdfContext) -> list[UDF]:
             ("num_lo", pa.list_(pa.float64())), ("num_hi", pa.list_(pa.float64())),
             ("num_w", pa.list_(pa.float64())), ("cat_w", pa.list_(pa.float64()))]))
 
-    def kanon_qi_cols(tbl, qi):
-        name, cols = first_value(tbl), first_value(qi)
-        key = ("qi", conn_id, name, None if cols is None else tuple(cols))
+    def kanon_qi_cols(tbl, qi, conn):
+        name, cols, conn_id = first_value(tbl), first_value(qi), caller(conn)
+        key = ("qi", conn_id, name, _registered(conn_id, name), None if cols is None else tuple(cols))
         res = memo.get(key, lambda: _with_cursor(con, qi_columns, conn_id, name, cols))
         return pa.array([res] * len(tbl), type=pa.struct([
             ("cols", pa.list_(pa.string())), ("sup_col", pa.string())]))
 
-    def kanon_column(tbl, name):
-        t, c = first_value(tbl), first_value(name)
-        res = memo.get(("col", conn_id, t, c), lambda: _with_cursor(con, one_column, conn_id, t, c))
+    def kanon_column(tbl, name, conn):
+        t, c, conn_id = first_value(tbl), first_value(name), caller(conn)
+        res = memo.get(("col", conn_id, t, _registered(conn_id, t), c), lambda: _with_cursor(con, one_column, conn_id, t, c))
         return pa.array([res] * len(tbl), type=pa.string())
 
     return [
-        UDF("__kanon_column", kanon_column, ("VARCHAR", "VARCHAR"), "VARCHAR"),
-        UDF("__kanon_meta", kanon_meta, ("VARCHAR",), META_TYPE),
-        UDF("__kanon_qi_cols", kanon_qi_cols, ("VARCHAR", "VARCHAR[]"), QI_COLS_TYPE),
+        UDF("__kanon_column_in", kanon_column, ("VARCHAR", "VARCHAR", "BIGINT"), "VARCHAR"),
+        UDF("__kanon_meta_in", kanon_meta, ("VARCHAR", "BIGINT"), META_TYPE),
+        UDF("__kanon_qi_cols_in", kanon_qi_cols, ("VARCHAR", "VARCHAR[]", "BIGINT"), QI_COLS_TYPE),
     ]
 
 

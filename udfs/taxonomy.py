@@ -144,12 +144,13 @@ def declare(ctx: UdfContext) -> list[UDF]:
         _need(tbl=tbl, col=col)
         return build(stmt, store.build_flat_taxonomy, tbl, col, attr=attr)
 
-    def tree_attr(tbl, col):
+    def tree_attr(tbl, col, caller):
         _need(tbl=tbl, col=col)
         cur = con.cursor()
         try:
-            # an object registered on ``con`` is handed to the cursor (as in udfs/metrics.py)
-            registered.expose(cur, conn_id, tbl)
+            # an object registered on the caller (the connection or a cursor of it, named by the
+            # __kanon_tree_attr macro) is handed to the cursor (as in udfs/metrics.py)
+            registered.expose(cur, conn_id if caller is None else caller, tbl)
             return store.column_tree_attr(cur, tbl, col)
         finally:
             cur.close()
@@ -171,4 +172,4 @@ def declare(ctx: UdfContext) -> list[UDF]:
     return [UDF(name, fn, tuple(params), ret, arrow=False, side_effects=True)
             for name, fn, params, ret in specs] + [
         # deterministic: folded at bind time inside the macros that need a column's tree
-        UDF("__kanon_tree_attr", tree_attr, (_V, _V), _V, arrow=False)]
+        UDF("__kanon_tree_attr_in", tree_attr, (_V, _V, _B), _V, arrow=False)]

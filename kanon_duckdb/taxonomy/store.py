@@ -244,7 +244,7 @@ def run_tree_attrs(con, run_id) -> dict | None:
 
 def column_tree_attr(con, table: str, column: str) -> str | None:
     """The tree attr of column ``column`` of relation ``table`` as the SQL macros see it (the
-    ``__kanon_tree_attr`` UDF): for a QI of a k_anonymize output, the tree its run recorded;
+    ``__kanon_tree_attr`` macro): for a QI of a k_anonymize output, the tree its run recorded;
     otherwise resolve_tree_attr for the table (for an output's other columns, for the run's
     source). None: no tree."""
     source = table
