@@ -10,8 +10,10 @@ Prints, per size (``--sizes``, default 1e6) on the 8-QI mixed synthetic table of
 - lattice ``optimal`` (1 % suppression, ``--lattice``): seconds of the run (``kanon_runs.
   elapsed_s``: histogram ``GROUP BY`` + search + published classes) and of the whole
   ``CREATE TABLE .. AS FROM k_anonymize(..)`` (the row-level join included), next to DuckDB's own
-  ``CREATE TABLE g AS SELECT <QIs>, count(*) FROM synth GROUP BY ALL`` in the same run; the
-  distinct tuples and nodes evaluated; ``--adult`` adds Adult (ARX QIs, k = 10, 1 %);
+  ``CREATE TABLE g AS SELECT <QIs>, count(*) FROM synth GROUP BY ALL`` in the same run, wall and
+  CPU seconds (the process: DuckDB's threads and the kernels); the seconds of level maps +
+  search (``details.search_s``), distinct tuples, nodes grouped, the node and its LOG;
+  ``--adult`` adds Adult (ARX QIs, k = 10, 1 %);
 - Spark (``--spark``, PySpark in local[2]): ``kanon_duckdb.spark.k_anonymize`` Mondrian on the
   same table read from Parquet, written to Parquet: seconds, partitions, GCP through the SQL
   ``gcp()`` macro (the Spark output is loaded into DuckDB and measured under the single-machine
@@ -56,24 +58,27 @@ def run_algo(con, algo, k, extra=""):
 
 
 def lattice_row(con, table, qi, k, n_label):
-    """Time optimal (1 % suppression) on ``table`` next to DuckDB's GROUP BY of the QIs."""
+    """Time optimal (1 % suppression) on ``table`` next to DuckDB's GROUP BY of the QIs: wall
+    and CPU seconds (this process: DuckDB's threads and the kernels)."""
     cols = ", ".join(qi)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     con.execute(f"CREATE OR REPLACE TABLE g AS SELECT {cols}, count(*) c FROM {table} GROUP BY ALL")
-    gb = time.perf_counter() - t0
+    gb, gb_cpu = time.perf_counter() - t0, time.process_time() - c0
     distinct = con.execute("SELECT count(*) FROM g").fetchall()[0][0]
     q = "[" + ", ".join(f"'{c}'" for c in qi) + "]"
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     con.execute(f"CREATE OR REPLACE TABLE out AS FROM k_anonymize('{table}', k := {k}, "
                 f"algo := 'optimal', qi := {q}, max_suppression := 0.01)")
-    total = time.perf_counter() - t0
+    total, total_cpu = time.perf_counter() - t0, time.process_time() - c0
     run_s, det = con.execute("SELECT elapsed_s, details FROM kanon_runs WHERE run_id = "
                              "(SELECT max(kanon_run) FROM out)").fetchall()[0]
     det = json.loads(det or "{}")
     gcp = con.execute("SELECT gcp('out')").fetchall()[0][0]
     print(f"{n_label:>10} {'optimal':>9} run {run_s:7.2f} s = {run_s / gb:4.1f}x GROUP BY "
-          f"{gb:.2f} s; with output {total:.2f} s; {distinct:,} distinct tuples, "
-          f"{det.get('n_evaluated')} nodes grouped, GCP {100 * gcp:.2f} %", flush=True)
+          f"{gb:.2f} s (CPU {gb_cpu:.2f} s); with output {total:.2f} s = {total / gb:4.1f}x "
+          f"(CPU {total_cpu:.2f} s); levels+search {det.get('search_s', 0):.2f} s; "
+          f"{distinct:,} distinct tuples, {det.get('n_evaluated')} nodes grouped, node "
+          f"{det.get('levels')}, LOG {det.get('log', 0):.4f}, GCP {100 * gcp:.2f} %", flush=True)
 
 
 class RssSampler:

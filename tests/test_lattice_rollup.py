@@ -51,10 +51,13 @@ def test_rollup_from_a_snapshot_equals_grouping_the_rows(data, draw):
     nodes = all_nodes(space)
     low = draw.draw(st.sampled_from(nodes))
     high = tuple(draw.draw(st.integers(a, int(h))) for a, h in zip(low, space.heights))
-    snap_rep, snap_cnt = ch._run_kernels(low, *ch._norep, True)[:2]
+    snap_rep, snap_cnt, _, snap_kc = ch._run_kernels(low)
     assert class_counts(space, low, snap_rep, snap_cnt) == naive_counts(space, low)
-    rep, cnt = ch._run_kernels(high, snap_rep, snap_cnt, False)[:2]
+    # the table's own codes are its classes' codes at its node
+    assert (snap_kc == space.codes[space.cols(low)[:, None], snap_rep[None, :]]).all()
+    rep, cnt, _, kc = ch._run_kernels(high, (snap_rep, snap_cnt, snap_kc, low))
     assert class_counts(space, high, rep, cnt) == naive_counts(space, high)
+    assert (kc == space.codes[space.cols(high)[:, None], rep[None, :]]).all()
     assert int(cnt.sum()) == space.n
 
 
@@ -92,9 +95,9 @@ def test_early_stop_reads_a_prefix_and_reports_infeasible():
     space = build_space(data)
     ch = NodeChecker(space, 10, 0.0, "log", stop_early=True)
     assert ch.cap == 10 and ch.bounds == (0, 0)
-    rep, cnt = ch._run_kernels((0, 0), *ch._norep, True, cap=ch.cap)[:2]
+    rep, cnt = ch._run_kernels((0, 0), cap=ch.cap)[:2]
     assert rep.shape[0] == 11 and cnt.tolist() == [1] * 11  # stopped at the 11th class
-    assert ch._run_kernels((0, 0), *ch._norep, True)[0].shape[0] == 100
+    assert ch._run_kernels((0, 0))[0].shape[0] == 100
     res = ch.check((0, 0))
     assert not res.feasible and res.n_suppressed == -1
     assert NodeChecker(space, 10, 0.0, "log").check((0, 0)).n_suppressed == 100

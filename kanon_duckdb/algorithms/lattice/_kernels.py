@@ -9,7 +9,9 @@ Layout shared by the kernels (d = number of QIs):
 - ``cols``  int64 (d,): the column of each QI at the node being evaluated
 - ``rep``/``cnt``: an input class table, one representative row and a row count per class
   (the encoded rows: ``identity=True``, r = t, count ``cnt[t]`` for a histogram of distinct
-  tuples or 1 when ``cnt`` is empty)
+  tuples or 1 when ``cnt`` is empty); a cached table also keeps ``kc`` (d, C), each class's
+  codes at its own node, so a roll-up reads them sequentially through small level maps
+  (code at level L -> code at level L') instead of gathering rows of ``codes``
 
 Evaluating a node = one pass (``group_node``): mixed-radix keys per block of input classes
 (column-wise, streaming), each block grouped at once: a dense counting array when the key space
@@ -41,22 +43,27 @@ def _table_shape(c):
 
 
 @njit
-def group_node(codes, rep, cnt, identity, cols, strides, keyspace, cap, dense, hkey, hval, keybuf,
-               want_cls):
+def group_node(src, cols, lut, lutoff, use_lut, rep, cnt, identity, strides, keyspace, cap, dense,
+               hkey, hval, keybuf, want_cls):
     """Group input classes by their mixed-radix key at a node, stopping early past ``cap`` classes.
 
-    codes uint16/int32 (n_cols, t) IN; rep int32 (c,) IN (ignored when identity: input t is row
-    t, c = t); cnt int64 (c,) IN rows per input (empty: 1 each); cols, strides int64 (d,) IN: the
-    key of input r is sum_j codes[cols[j], r] * strides[j] < keyspace; cap int64: stop as soon
-    as a (cap + 1)-th class appears. dense int32 / hkey int64 (all -1 on entry and exit), hval
-    int32 (power-of-two sizes >= 2 min(c, cap + 1) + 2), keybuf int64 (B,) IN/OUT scratch.
-    Keys are computed column-wise per block of B inputs (streaming), then grouped: a dense
-    counting array when the key space is small, else open addressing sized for min(c, cap + 1)
-    keys (one packed (key << 32 | class) word per slot when keys fit 31 bits).
-    Returns (rep int32 (C,), cnt int64 (C,), class of each input int32 (c,) or empty); C = cap + 1
-    means the grouping stopped early (the table is incomplete, cls undefined). O(c·d) time.
+    Inputs (c of them) are the columns of ``src`` (uint16/int32 (rows, c)); QI j's code of input
+    t is src[cols[j], t], mapped through ``lut[lutoff[j] + code]`` when ``use_lut`` (a cached
+    class table: its codes at its own levels, lut the level maps up to this node); without it
+    (the encoded rows: src = the level-code matrix, cols the node's columns) the code is direct.
+    The key is sum_j code_j * strides[j] < keyspace. rep int32 (c,) the source row of each input
+    (ignored when identity: input t is row t); cnt int64 (c,) rows per input (empty: 1 each);
+    cap int64: stop as soon as a (cap + 1)-th class appears. dense int32 / hkey int64 (all -1 on
+    entry and exit), hval int32 (power-of-two sizes >= 2 min(c, cap + 1) + 2), keybuf int64 (B,)
+    scratch. Keys are computed column-wise per block of B inputs (streaming), then grouped: a
+    dense counting array when the key space is small, else open addressing sized for
+    min(c, cap + 1) keys (one packed (key << 32 | class) word per slot when keys fit 31 bits).
+    Returns (rep int32 (C,), cnt int64 (C,), class of each input int32 (c,) or empty, codes of
+    each class at this node (d, C) in src's dtype: the table's own codes for later roll-ups);
+    C = cap + 1 means the grouping stopped early (the table is incomplete, cls undefined).
+    O(c·d) time, sequential reads only.
     """
-    c = codes.shape[1] if identity else rep.shape[0]
+    c = src.shape[1]
     d = cols.shape[0]
     lim = cap + 1
     if lim > c:
@@ -66,6 +73,7 @@ def group_node(codes, rep, cnt, identity, cols, strides, keyspace, cap, dense, h
     out_rep = np.empty(lim, dtype=np.int32)
     out_cnt = np.empty(lim, dtype=np.int64)
     out_pos = np.empty(lim, dtype=np.int64)
+    first = np.empty(lim, dtype=np.int64)
     cls = np.empty(c if want_cls else 0, dtype=np.int32)
     has_cnt = cnt.shape[0] > 0
     if keyspace <= dense.shape[0] and (keyspace <= 65536 or keyspace <= 4 * c):
@@ -84,14 +92,15 @@ def group_node(codes, rep, cnt, identity, cols, strides, keyspace, cap, dense, h
         for t in range(b - a):
             keybuf[t] = 0
         for j in range(d):
-            col = codes[cols[j]]
+            col = src[cols[j]]
             st = strides[j]
-            if identity:
+            if use_lut:
+                off = lutoff[j]
                 for t in range(a, b):
-                    keybuf[t - a] += col[t] * st
+                    keybuf[t - a] += lut[off + col[t]] * st
             else:
                 for t in range(a, b):
-                    keybuf[t - a] += col[rep[t]] * st
+                    keybuf[t - a] += col[t] * st
         for t in range(a, b):
             key = keybuf[t - a]
             w = cnt[t] if has_cnt else 1
@@ -127,6 +136,7 @@ def group_node(codes, rep, cnt, identity, cols, strides, keyspace, cap, dense, h
                 out_rep[s] = t if identity else rep[t]
                 out_cnt[s] = w
                 out_pos[s] = pos
+                first[s] = t
                 nout += 1
             else:
                 out_cnt[s] += w
@@ -142,7 +152,14 @@ def group_node(codes, rep, cnt, identity, cols, strides, keyspace, cap, dense, h
             dense[out_pos[s]] = -1
         else:
             hkey[out_pos[s]] = -1
-    return out_rep[:nout].copy(), out_cnt[:nout].copy(), cls
+    kc = np.empty((d, nout), dtype=src.dtype)
+    for j in range(d):
+        col = src[cols[j]]
+        off = lutoff[j] if use_lut else 0
+        for s in range(nout):
+            v = col[first[s]]
+            kc[j, s] = lut[off + v] if use_lut else v
+    return out_rep[:nout].copy(), out_cnt[:nout].copy(), cls, kc
 
 
 @njit

@@ -112,6 +112,8 @@ class NodeChecker:
         self._ncp_rows = [list(map(float, ncp_mean[j])) for j in range(space.d)]
         self._cncp = space.cncp if w is None else self._weighted_cncp(space, w)
         # the encoded rows as an input class table: r = t, counts of a histogram (or 1 each)
+        self._nolut = np.zeros(1, dtype=np.int64)
+        self._qi_rows = np.arange(space.d, dtype=np.int64)  # rows of a cached table's kc
         self._norep = (np.zeros(0, dtype=np.int32),
                        np.zeros(0, dtype=np.int64) if space.counts is None
                        else np.ascontiguousarray(space.counts, dtype=np.int64))
@@ -173,36 +175,51 @@ class NodeChecker:
         return any(int(levels[j]) < self.bounds[j] for j in range(len(self.bounds)))
 
     # ------------------------------------------------------------------ grouping
-    def _run_kernels(self, levels, rep, cnt, identity, want_cls=False, cap=_NO_CAP):
+    def _run_kernels(self, levels, tab=None, want_cls=False, cap=_NO_CAP):
+        """Group the node at ``levels`` from the encoded rows (``tab`` None) or from a cached
+        class table ``tab`` = (rep, cnt, kc, its levels) of a node below it.
+        Returns (rep, cnt, cls, kc): see ``_kernels.group_node``."""
         sp = self.space
         cols = sp.cols(levels)
         strides, ks = sp.keyspace(levels)
-        if ks < (1 << 62):
-            return K.group_node(sp.codes, rep, cnt, identity, cols, strides, ks, cap, self._dense,
-                                self._hkey, self._hval, self._keybuf, want_cls)
-        return K.group_tuple(sp.codes, rep, cnt, identity, cols, cap, want_cls)
+        if ks >= (1 << 62):  # many QIs: compare code tuples (rare; no level maps)
+            rep, cnt = (self._norep[0], self._norep[1]) if tab is None else tab[:2]
+            rep, cnt, cls = K.group_tuple(sp.codes, rep, cnt, tab is None, cols, cap, want_cls)
+            return rep, cnt, cls, sp.codes[cols[:, None], rep[None, :]]
+        if tab is None:
+            return K.group_node(sp.codes, cols, self._nolut, self._nolut, False, self._norep[0],
+                                self._norep[1], True, strides, ks, cap, self._dense, self._hkey,
+                                self._hval, self._keybuf, want_cls)
+        rep, cnt, kc, below = tab
+        maps = [sp.level_map(j, below[j], levels[j]) for j in range(sp.d)]
+        off = np.zeros(sp.d, dtype=np.int64)
+        if sp.d > 1:
+            off[1:] = np.cumsum([m.size for m in maps[:-1]])
+        lut = np.concatenate(maps) if maps else self._nolut
+        return K.group_node(kc, self._qi_rows, lut, off, True, rep, cnt, False, strides, ks, cap,
+                            self._dense, self._hkey, self._hval, self._keybuf, want_cls)
 
     def _source(self, levels):
-        """(rep, cnt, identity) of the smallest cached class table of a node <= ``levels``, or
-        the encoded rows when none is cached."""
+        """The smallest cached class table (rep, cnt, kc, levels) of a node <= ``levels``, or
+        None (group from the encoded rows) when none is cached."""
         lv = np.asarray(levels, dtype=np.int64)
         ok = (self._ckeys <= lv).all(axis=1)
         if ok.any():
             i = int(np.argmin(np.where(ok, self._csize, np.iinfo(np.int64).max)))
             self._clock += 1
             self._cstamp[i] = self._clock
-            rep, cnt = self._ctab[i]
-            return rep, cnt, False
-        return self._norep[0], self._norep[1], True
+            return self._ctab[i]
+        return None
 
     def _group(self, levels):
-        """(rep, cnt) class table of a node, rolled up from the smallest cached node below it
-        (the encoded rows when none is); stops past ``cap`` classes (see ``group_node``)."""
+        """Class table (rep, cnt, kc, levels) of a node, rolled up from the smallest cached node
+        below it (the encoded rows when none is); stops past ``cap`` classes (``group_node``)."""
         self.poll()
         self.n_evaluated += 1
-        rep, cnt, identity = self._source(levels)
-        self.n_rows_grouped += self.t if identity else rep.shape[0]
-        return self._run_kernels(levels, rep, cnt, identity, cap=self.cap)[:2]
+        tab = self._source(levels)
+        self.n_rows_grouped += self.t if tab is None else tab[0].shape[0]
+        rep, cnt, _, kc = self._run_kernels(levels, tab, cap=self.cap)
+        return rep, cnt, kc, tuple(levels)
 
     def _remember(self, levels, tab):
         """Cache a class table (LRU), keeping at most ``cache_entries`` tables holding at most
@@ -243,16 +260,17 @@ class NodeChecker:
             return res
         sp = self.space
         if self.privacy is None:
-            rep, cnt = self._group(key)
+            tab = self._group(key)
+            rep, cnt = tab[:2]
             if rep.shape[0] > self.cap:  # stopped early: too many classes to be feasible
                 res = CheckResult(False, math.inf, self.static_bound(key), -1, 0, 0)
                 self.memo[key] = res
                 return res
-            self._remember(key, (rep, cnt))
+            self._remember(key, tab)
             mn, sup, sq_ok, sq_all, sup_ncp = K.class_stats(rep, cnt, self.k, sp.codes,
                                                             sp.cols(key), sp.coff, self._cncp)
         else:  # per-class histograms of the sensitive values need the rows' classes
-            rep, cnt, cls = self._run_kernels(key, *self._norep, True, want_cls=True)
+            rep, cnt, cls, _ = self._run_kernels(key, want_cls=True)
             self.n_evaluated += 1
             self.n_rows_grouped += self.t
             ok = self.privacy.classes_ok(cls, rep.shape[0])
@@ -270,7 +288,7 @@ class NodeChecker:
         """Group a node from the raw rows (no cache, no memo); returns seconds. For benchmarks."""
         import time
         t0 = time.perf_counter()
-        self._run_kernels(tuple(int(x) for x in levels), *self._norep, True)
+        self._run_kernels(tuple(int(x) for x in levels))
         return time.perf_counter() - t0
 
     # ------------------------------------------------------------------ output
@@ -279,7 +297,7 @@ class NodeChecker:
         one class holding every suppressed row (published fully generalized)."""
         sp = self.space
         key = tuple(int(x) for x in levels)
-        crep, ccnt, cls = self._run_kernels(key, *self._norep, True, want_cls=True)
+        crep, ccnt, cls, _ = self._run_kernels(key, want_cls=True)
         if self.privacy is None:
             small = ccnt < self.k
         else:

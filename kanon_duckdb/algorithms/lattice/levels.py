@@ -22,7 +22,7 @@ covering the NULL leaf publishes the NULL range (NaN).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
@@ -52,6 +52,8 @@ class LatticeSpace:
     node_hi: list
     auto_widths: dict       # numeric QI -> widths of the automatically built tree
     counts: np.ndarray | None = None  # int64 (t,): rows per encoded tuple; None = one each
+    leaf_codes: list = field(default_factory=list)  # per column: int64 code of each tree leaf
+    _maps: dict = field(default_factory=dict, repr=False)
 
     @property
     def t(self) -> int:
@@ -74,6 +76,17 @@ class LatticeSpace:
             strides[j] = ks if ks < (1 << 62) else 0
             ks *= int(self.mcol[c])
         return strides, ks
+
+    def level_map(self, j: int, src: int, dst: int) -> np.ndarray:
+        """int64 (codes of QI j at level src,): the level-dst code of each level-src code
+        (src <= dst: ancestors nest, so every leaf under a code agrees). Memoized."""
+        a, b = int(self.cstart[j] + src), int(self.cstart[j] + dst)
+        m = self._maps.get((a, b))
+        if m is None:
+            m = np.zeros(int(self.mcol[a]), dtype=np.int64)
+            m[self.leaf_codes[a]] = self.leaf_codes[b]
+            self._maps[(a, b)] = m
+        return m
 
     def distinct_at(self, j: int, level: int) -> int:
         """Distinct generalized values of QI j present in the data at ``level``."""
@@ -200,4 +213,4 @@ def build_space(data: QIData) -> LatticeSpace:
             c = cstart[j] + lv
             np.take(per_col[c][0].astype(dtype), cols[j], out=codes[c])
     return LatticeSpace(n, names, data.dn, trees, heights, codes, cstart, mcol, coff, cnode, cncp,
-                        ncp_mean, node_lo, node_hi, auto, data.counts)
+                        ncp_mean, node_lo, node_hi, auto, data.counts, [p[0] for p in per_col])
