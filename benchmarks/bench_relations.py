@@ -5,6 +5,8 @@
    - parquet:    ``COPY (FROM k_anonymize('<in>.parquet', ...)) TO '<out>.parquet'``
    - base table: the same Parquet loaded into an in-memory table first (not timed), then
      ``COPY (FROM k_anonymize('synth', ...)) TO '<out>.parquet'``
+   - temp (with --temp): the same loaded into a TEMP table, read in the caller's query
+     (kanon_duckdb/caller_read.py: the relation goes to the algorithm once as text)
    Prints wall seconds and CPU seconds (user + system, all threads; steadier than wall time on
    a shared machine) of the timed statement (median of --repeat runs), their ratios, peak RSS of
    the child process (VmHWM) and its peak before the timed statement (the base-table path holds
@@ -15,6 +17,7 @@
    kanon_runs.elapsed_s, median of --repeat runs, and the Python API on the same table.
 
     python benchmarks/bench_relations.py --n 1e6
+    python benchmarks/bench_relations.py --n 1e5 --temp --skip-adult
     flock /tmp/kanon-bench.lock python benchmarks/bench_relations.py --n 1e7 --repeat 1
 """
 from __future__ import annotations
@@ -60,13 +63,16 @@ def _child(mode: str, src: str, out: str, repeat: int) -> dict:
     # hands the kernels read-only arrays, a table writable ones: separate numba signatures)
     con.execute(SYNTH_SQL.format(n=1000).replace("synth", "warm"))
     warm = "warm"
-    if mode != "table":
+    if mode == "temp":
+        con.execute("CREATE TEMP TABLE warm_t AS FROM warm")
+        warm = "warm_t"
+    elif mode != "table":
         warm = str(Path(out).with_name("warm.parquet"))
         con.execute(f"COPY warm TO '{warm}'")
     con.execute(f"FROM k_anonymize('{warm}', k := 10, qi := {SYNTH_QI!r})").fetchall()
     con.execute("DROP TABLE warm")
-    if mode == "table":
-        con.execute(f"CREATE TABLE synth AS FROM '{src}'")
+    if mode in ("table", "temp"):
+        con.execute(f"CREATE {'TEMP ' if mode == 'temp' else ''}TABLE synth AS FROM '{src}'")
         rel = "synth"
     else:
         rel = src
@@ -112,6 +118,7 @@ def main(argv=None):
     ap.add_argument("--n", type=float, default=1e6)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--skip-adult", action="store_true")
+    ap.add_argument("--temp", action="store_true", help="also time a TEMP table (caller_read.py)")
     ap.add_argument("--child", nargs=4, metavar=("MODE", "SRC", "OUT", "REPEAT"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
@@ -132,7 +139,8 @@ def main(argv=None):
         con.execute(f"COPY synth TO '{src}'")
         con.close()
         res = {}
-        for mode in ("parquet", "table"):
+        modes = ("parquet", "table") + (("temp",) if args.temp else ())
+        for mode in modes:
             out = subprocess.run([sys.executable, __file__, "--child", mode, src, f"{d}/out_{mode}.parquet",
                                   str(args.repeat)], capture_output=True, text=True, check=True)
             res[mode] = json.loads(out.stdout.strip().splitlines()[-1])
@@ -140,12 +148,17 @@ def main(argv=None):
           f"Parquet out (median of {args.repeat}; shared 2-core machine, times are noisy)")
     print(f"{'path':<10} {'seconds':>8} {'CPU s':>7} {'anonymize()':>12} {'peak RSS MB':>12} "
           f"{'RSS before MB':>14} {'rows':>10} {'min class':>9}")
-    for mode, label in (("parquet", "parquet"), ("table", "base table")):
+    for mode, label in (("parquet", "parquet"), ("table", "base table"), ("temp", "TEMP table")):
+        if mode not in res:
+            continue
         r = res[mode]
         print(f"{label:<10} {r['seconds']:>8.2f} {r['cpu_s']:>7.1f} {r['anonymize_s']:>12.2f} "
               f"{r['peak_rss_mb']:>12.0f} {r['rss_before_mb']:>14.0f} {r['rows']:>10,} {r['min_class']:>9}")
     print(f"ratio parquet / base table: {res['parquet']['seconds'] / res['table']['seconds']:.2f}x "
           f"(wall), {res['parquet']['cpu_s'] / res['table']['cpu_s']:.2f}x (CPU)")
+    if "temp" in res:
+        print(f"ratio TEMP table / base table: {res['temp']['seconds'] / res['table']['seconds']:.2f}x "
+              f"(wall), {res['temp']['cpu_s'] / res['table']['cpu_s']:.2f}x (CPU)")
 
 
 if __name__ == "__main__":

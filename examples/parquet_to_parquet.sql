@@ -21,3 +21,8 @@ SELECT * FROM 'people_k5.parquet' LIMIT 5;
 -- metrics and checks read the file directly
 SELECT gcp('people_k5.parquet') AS gcp, discernibility('people_k5.parquet') AS dm,
        k_anonymity('people_k5.parquet', ['age', 'zip', 'sex']) AS min_class;
+
+-- a TEMP table (or a table created earlier in an open transaction) is read in this query too
+CREATE TEMP TABLE people_flu AS FROM 'people.parquet' WHERE diagnosis = 'flu';
+SELECT count(*) AS rows, min(ec_size) AS min_class
+FROM k_anonymize('people_flu', k := 5, qi := ['age', 'zip', 'sex']);
