@@ -2,10 +2,17 @@
 
 A run's first read gives every row a key (the hash of its QI values, ``encoding.row_key_sql``)
 and the algorithm a class. Rows with equal QI tuples are interchangeable for the k guarantee and
-for truthfulness, so the second read (a parallel scan, in any order) hands out, for each key
-(found through an open-addressing table over the sorted keys), the classes of that key's rows
-one by one: the j-th row seen with a key gets the j-th class
-stored for it. No rowid is needed, so any relation works (views, files, DataFrames).
+for truthfulness, so the second read (a parallel scan, in any order) may give a row the class of
+any not yet used first-read row with its key. No rowid is needed, so any relation works (views,
+files, DataFrames).
+
+Per-row runs (:class:`Assignment` without counts): the first-read keys stay in first-read order
+and an open-addressing table maps each distinct key to its first position, the positions of
+equal keys chained in ascending order (O(n) to build, no sort). A second read nearly always
+arrives in runs of consecutive first-read rows (a scan hands out chunks of consecutive rows), so
+each row first tries the position after the previous row's (sequential memory, no probe) and
+only on a mismatch probes the table (the chunk's first row, or a reordered relation); a per-key
+resume point keeps that linear when a key has many rows.
 
 A row whose key was not in the first read, or more rows with a key than the first read had,
 raises ConcurrentChangeError (the relation changed between the two reads); a row count check in
@@ -18,7 +25,8 @@ Lifetime, with no bound one run could hit while another still needs its entry: a
 ``Pass`` (one scan's counters) is dropped when all its rows have been handed out; an
 ``Assignment`` is shared by its passes and lives while a pass or a pinned owner (the Python
 API's relation) holds it. Passes abandoned part-way (``LIMIT``, an error) are dropped once idle
-for ``IDLE_S`` seconds. Memory: 16 to 24 bytes per row while held.
+for ``IDLE_S`` seconds. Memory per row: 4 (class) + 4 (chain) + 4 to 8 (table) bytes besides the
+run's keys while held, and 1 byte per pass (plus 4 per row whose key needed a resume point).
 """
 from __future__ import annotations
 
@@ -65,8 +73,10 @@ def _first_of(skeys, slots, key):
 
 @njit
 def _hand_out_counted(skeys, slots, classes, counts, used, keys, out):
-    """``_hand_out`` when entry e stands for ``counts[e]`` rows (a histogram); ``used`` counts
-    the rows handed out per key (at the key's first entry). Same return value."""
+    """Class of each row of ``keys`` for a histogram run (entry e of the sorted ``skeys`` stands
+    for ``counts[e]`` rows; ``used`` counts the rows handed out per key, at its first entry).
+    Returns -1 when all found, else the index of the first row whose key is unknown (2*m + i)
+    or used up (m + i)."""
     n = skeys.shape[0]
     m = keys.shape[0]
     for i in range(m):
@@ -101,55 +111,128 @@ def _build_slots(skeys, slots):
 
 
 @njit
-def _hand_out(skeys, slots, classes, used, keys, out):
-    """Class of each row of ``keys`` (next unused slot of its key); returns -1 when all found,
-    else the index of the first row whose key is unknown (2*m + i) or used up (m + i)."""
-    n = skeys.shape[0]
-    m = keys.shape[0]
-    for i in range(m):
+def _index_rows(keys, slots, chain, num, num_null, cat):
+    """Fill ``slots`` (open addressing, linear probing on the key's low bits: the keys are hashes
+    already) with the first position of each distinct key and ``chain[i]`` with the next position
+    holding row i's key (-1 at the last). Returns True when two rows with one key hold different
+    encoded QI tuples (a collision; ``num`` with no rows skips the check). O(n)."""
+    mask = slots.shape[0] - 1
+    check = num.shape[0] == keys.shape[0]
+    for i in range(keys.shape[0] - 1, -1, -1):  # backwards: every chain ascends
         key = keys[i]
-        lo = _first_of(skeys, slots, key)
-        if lo < 0:
-            return 2 * m + i
-        u = used[lo]
-        if lo + u >= n or skeys[lo + u] != key:
-            return m + i
-        out[i] = classes[lo + u]
-        used[lo] = u + 1
+        h = key & mask
+        while slots[h] != -1 and keys[slots[h]] != key:
+            h = (h + 1) & mask
+        j = slots[h]
+        chain[i] = j
+        slots[h] = i
+        if j >= 0 and check:
+            for c in range(num.shape[1]):
+                if num[i, c] != num[j, c] or num_null[i, c] != num_null[j, c]:
+                    return True
+            for c in range(cat.shape[1]):
+                if cat[i, c] != cat[j, c]:
+                    return True
+    return False
+
+
+@njit
+def _hand_out_rows(keys, slots, chain, classes, used, resume, last, rows, out):
+    """Class of each row key of ``rows`` (one chunk of a scan): the position after the previous
+    row's when it holds the key and is unused, else the first unused position of the key's chain
+    (from its resume point, ``resume[head]`` = position + 1, 0 = from the head). ``last[0]`` is
+    the previous row's position across calls. Returns -1 when all found, else the index of the
+    first row whose key is unknown (2*m + i) or used up (m + i)."""
+    n = keys.shape[0]
+    m = rows.shape[0]
+    mask = slots.shape[0] - 1
+    p = last[0]
+    for i in range(m):
+        key = rows[i]
+        p += 1
+        if p >= n or keys[p] != key or used[p] != 0:
+            h = key & mask
+            while slots[h] != -1 and keys[slots[h]] != key:
+                h = (h + 1) & mask
+            head = slots[h]
+            if head < 0:
+                return 2 * m + i
+            p = head if resume[head] == 0 else resume[head] - 1
+            while p >= 0 and used[p] != 0:
+                p = chain[p]
+            if p < 0:
+                return m + i
+            resume[head] = p + 1
+        used[p] = 1
+        out[i] = classes[p]
+    last[0] = p
     return -1
 
 
 class Assignment:
-    """Sorted row keys and the class of each (int32), built once per run. O(n log n).
+    """The classes of a run's rows, found by row key (see the module docstring).
 
-    With ``data.counts`` (a histogram run) the keys are those of the distinct tuples and
-    ``counts`` (int64) says how many rows each entry stands for; ``n`` is the row count."""
+    Per-row runs (``data`` without counts, or no ``data``): ``keys`` in first-read order (kept,
+    not copied), the class of each (int32), the key table ``slots`` and ``chain``; O(n) to
+    build. With ``data.counts`` (a histogram run) the keys are those of the distinct tuples,
+    sorted, and ``counts`` (int64) says how many rows each entry stands for (O(D log D)); ``n``
+    is the row count. ``data`` (num, num_null, cat of the first read) is only read here, to
+    refuse two different tuples sharing one key."""
 
     def __init__(self, keys: np.ndarray, ec: np.ndarray, data=None):
         keys = np.ascontiguousarray(keys).view(np.uint64)
+        counts = None if data is None else getattr(data, "counts", None)
+        if counts is None:
+            self._init_rows(keys, ec, data)
+            return
         order = np.argsort(keys, kind="stable")
         self.keys = keys[order]
-        if data is not None and _tuples_differ(self.keys, order, data.num, data.num_null, data.cat):
-            raise DataError("two different QI tuples share one 64-bit row key; this is very rare: "
-                            "please report it (anonymizing a copy with one more column avoids it)")
+        if _tuples_differ(self.keys, order, data.num, data.num_null, data.cat):
+            _collision()
         self.classes = np.asarray(ec)[order].astype(np.int32)
-        counts = None if data is None else data.counts
-        self.counts = None if counts is None else np.ascontiguousarray(counts[order], dtype=np.int64)
-        self.n = int(self.keys.size) if counts is None else int(self.counts.sum())
+        self.counts = np.ascontiguousarray(counts[order], dtype=np.int64)
+        self.n = int(self.counts.sum())
         n_distinct = 1 + int(np.count_nonzero(self.keys[1:] != self.keys[:-1])) if self.n else 0
         size = 1 << max(4, (2 * n_distinct).bit_length())  # load factor <= 1/2
         self.slots = np.full(size, -1, dtype=np.int64 if self.n >= 2**31 else np.int32)
+        self.chain = None
         _build_slots(self.keys, self.slots)
+
+    def _init_rows(self, keys, ec, data):
+        n = int(keys.size)
+        self.keys, self.counts, self.n = keys, None, n
+        self.classes = np.asarray(ec).astype(np.int32)
+        pos = np.int64 if n >= 2**31 - 1 else np.int32
+        self.slots = np.full(1 << max(4, (3 * n // 2).bit_length()), -1, dtype=pos)  # load < 2/3
+        self.chain = np.empty(n, dtype=pos)
+        none = np.zeros((0, 0))
+        if _index_rows(keys, self.slots, self.chain,
+                       none if data is None else data.num,
+                       none.astype(bool) if data is None else data.num_null,
+                       none.astype(np.int32) if data is None else data.cat):
+            _collision()
+
+
+def _collision():
+    raise DataError("two different QI tuples share one 64-bit row key; this is very rare: "
+                    "please report it (anonymizing a copy with one more column avoids it)")
 
 
 class Pass:
     """One scan's counters over an Assignment (a statement that reads the output twice, or the
-    Python API's relation executed twice, gets a fresh pass each time)."""
+    Python API's relation executed twice, gets a fresh pass each time): per-row runs mark each
+    used position (``used``), keep the resume point of keys that needed a probe (``resume``,
+    zero pages cost no memory until touched) and the last position handed out (``last``)."""
 
     def __init__(self, assignment: Assignment):
         self.assignment = assignment
-        self.used = np.zeros(assignment.keys.size,
-                             dtype=np.int32 if assignment.counts is None else np.int64)
+        n = assignment.keys.size
+        if assignment.counts is None:
+            self.used = np.zeros(n, dtype=np.uint8)
+            self.resume = np.zeros(n, dtype=assignment.chain.dtype)
+            self.last = np.full(1, n - 1, dtype=np.int64)  # the first row probes
+        else:
+            self.used = np.zeros(n, dtype=np.int64)
         self.done = 0
         self.touched = time.monotonic()
 
@@ -204,7 +287,8 @@ class Assignments:
         a = p.assignment
         with self._lock:  # one scan's chunks arrive from several threads
             if a.counts is None:
-                bad = _hand_out(a.keys, a.slots, a.classes, p.used, keys, out)
+                bad = _hand_out_rows(a.keys, a.slots, a.chain, a.classes, p.used, p.resume,
+                                     p.last, keys, out)
             else:
                 bad = _hand_out_counted(a.keys, a.slots, a.classes, a.counts, p.used, keys, out)
             p.touched = time.monotonic()

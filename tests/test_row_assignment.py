@@ -17,12 +17,60 @@ def _keys(*k):
     return np.array(k, dtype=np.uint64)
 
 
-def test_equal_keys_hand_out_their_classes_in_turn():
+def test_equal_keys_hand_out_each_of_their_classes_once():
     store = Assignments()
     t = store.start(Assignment(_keys(5, 7, 5, 9), np.array([0, 2, 1, 3])))
-    assert store.classes_of(t, _keys(7, 5)).tolist() == [2, 0]
-    assert store.classes_of(t, _keys(5, 9)).tolist() == [1, 3]
+    first = store.classes_of(t, _keys(7, 5)).tolist()
+    second = store.classes_of(t, _keys(5, 9)).tolist()
+    assert first[0] == 2 and second[1] == 3
+    assert sorted([first[1], second[0]]) == [0, 1]  # key 5's two classes, one each
     assert len(store) == 0  # every row handed out: the pass is dropped
+
+
+def _check_pass(keys, ec, chunks):
+    """Hand out ``chunks`` (lists of first-read positions, the order of a second read) and
+    check that each row gets the class of an unused first-read row with its key."""
+    store = Assignments()
+    t = store.start(Assignment(keys, ec))
+    left = {}
+    for k, c in zip(keys.tolist(), ec.tolist()):
+        left.setdefault(k, []).append(c)
+    for chunk in chunks:
+        got = store.classes_of(t, keys[chunk]).tolist()
+        for k, c in zip(keys[chunk].tolist(), got):
+            left[k].remove(c)  # ValueError if not one of the key's remaining classes
+    assert all(not v for v in left.values())
+    assert len(store) == 0
+
+
+@pytest.mark.parametrize("order", ["scan", "reversed", "shuffled", "interleaved"])
+def test_any_read_order_gets_valid_classes(order):
+    """The second read in first-read order (chunks of consecutive rows, as a scan), reversed,
+    shuffled and two interleaved scans; keys with many rows (every 3rd row shares one key, the
+    rest pairs and singletons)."""
+    rng = np.random.default_rng(5)
+    n = 5000
+    keys = np.arange(n, dtype=np.uint64) // 2 * 1_000_003
+    keys[::3] = 77
+    ec = rng.integers(0, 400, n)
+    pos = np.arange(n)
+    if order == "reversed":
+        pos = pos[::-1].copy()
+    elif order == "shuffled":
+        rng.shuffle(pos)
+    elif order == "interleaved":
+        pos = np.concatenate([pos[a:a + 256] for s in (0, 256) for a in range(s, n, 512)])
+    _check_pass(keys, ec, [pos[a:a + 700] for a in range(0, n, 700)])
+
+
+def test_alternating_keys_read_one_key_at_a_time():
+    """Keys A, B, A, B, ... read all A rows, then all B rows: every next position holds the other
+    key, so each row probes its key's chain and resumes after the last position used."""
+    n = 20_000
+    keys = (np.arange(n) % 2).astype(np.uint64) + 3
+    ec = np.arange(n) // 5
+    pos = np.concatenate([np.arange(0, n, 2), np.arange(1, n, 2)])
+    _check_pass(keys, ec, [pos[a:a + 2048] for a in range(0, n, 2048)])
 
 
 def test_a_row_that_was_not_anonymized_is_an_error():
