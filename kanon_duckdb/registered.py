@@ -151,6 +151,45 @@ def expose(cur, connection_id, name) -> bool:
     return True
 
 
+def expose_all(cur, connection_id) -> None:
+    """Register on the reader cursor ``cur`` every object the connection ``connection_id``
+    registered (one-pass readers left out), so ``cur`` resolves names as that connection does."""
+    if connection_id is None:
+        return
+    with _lock:
+        found = list(_objects.get(int(connection_id), {}).values())
+    try:
+        import pyarrow as pa
+        one_pass = (pa.RecordBatchReader,)
+    except ImportError:  # pragma: no cover - pyarrow is a dependency
+        one_pass = ()
+    for view_name, obj in found:
+        if not isinstance(obj, one_pass):
+            _original_register(cur, view_name, obj)
+
+
+class CallerConnection:
+    """``con`` (the connection the UDFs were declared on) whose ``cursor()`` also sees the
+    objects registered on the caller, the connection or cursor with id ``connection_id``
+    (:func:`expose_all`); everything else is ``con``'s. For code that reads through cursors
+    (kanon_duckdb.rewrite) called from a UDF."""
+
+    def __init__(self, con, connection_id):
+        self._con, self._id = con, connection_id
+
+    def cursor(self):
+        cur = self._con.cursor()
+        try:
+            expose_all(cur, self._id)
+        except BaseException:
+            cur.close()
+            raise
+        return cur
+
+    def __getattr__(self, name):
+        return getattr(self._con, name)
+
+
 _original_register = duckdb.DuckDBPyConnection.register
 
 

@@ -103,3 +103,29 @@ def test_missing_file_is_a_clear_error(db):
     con, paths = db
     with pytest.raises(duckdb.Error, match="nope.parquet.*cannot read it as a file"):
         query_error(con, QUERIES[0], "people", paths["anon_pq"].replace("people_k5", "nope"))
+
+
+@pytest.mark.parametrize("through", ["connection", "cursor"])
+def test_registered_objects_equal_tables(db, through):
+    """DataFrames / Arrow tables registered on the caller (the connection or a cursor of it) are
+    read by the query-error macros (registered.CallerConnection)."""
+    con, _paths = db
+    caller = con if through == "connection" else con.cursor()
+    caller.register("raw_df", con.sql("FROM people").df())
+    caller.register("anon_arrow", con.sql("FROM people_k5").to_arrow_table())
+    caller.register("wl_df", con.sql("FROM wl").df())
+    try:
+        for sql in QUERIES:
+            assert close(query_error(caller, sql, "raw_df", "anon_arrow"),
+                         query_error(con, sql, "people", "people_k5")), sql
+        wsql = "FROM workload_query_errors(?, ?, ?) ORDER BY qid"
+        assert close(caller.execute(wsql, ["wl_df", "raw_df", "anon_arrow"]).fetchall(),
+                     con.execute(wsql, ["wl", "people", "people_k5"]).fetchall())
+        assert caller.execute("SELECT kanon_rewrite(?, 'anon_arrow')", [QUERIES[0]]).fetchall()
+        assert len(caller.execute("FROM query_workload('raw_df', n := 10, seed := 1, "
+                                  "qi := ['age', 'zip', 'sex'])").fetchall()) == 10
+    finally:
+        for name in ("raw_df", "anon_arrow", "wl_df"):
+            caller.unregister(name)
+        if caller is not con:
+            caller.close()

@@ -15,8 +15,10 @@ DuckDB 2.0 has no Python table functions: ``query_error`` calls a deterministic 
 constant arguments, which DuckDB folds at bind time, and runs the SQL it returns through
 ``query(...)``; the workload macros unnest the STRUCT lists their UDFs return. Every table
 argument is any relation ``k_anonymize`` reads (``relation.resolve_source``: tables, views, file
-paths and globs, reader calls). The UDFs read through ``con.cursor()`` (TEMP tables and
-uncommitted changes are not visible).
+paths and globs, reader calls) or an object registered on the caller's connection or cursor:
+the macros pass ``current_connection_id()`` and the UDFs read through cursors that see the
+caller's registered objects (``registered.CallerConnection``); TEMP tables and uncommitted
+changes are not visible to them (relation.py).
 """
 from __future__ import annotations
 
@@ -27,35 +29,39 @@ def declare(ctx: UdfContext) -> list[UDF]:
     """The UDFs above on ``ctx.con``: native (one call per row), deterministic, so constant
     arguments fold at bind time as ``query()`` needs. The rewriter (sqlglot) is imported on first
     use, so connect() does not pay for it."""
+    from kanon_duckdb.registered import CallerConnection
     con = ctx.con
 
-    def rewrite_udf(sql, anon_tbl):
+    def rewrite_udf(sql, anon_tbl, caller):
         from kanon_duckdb.rewrite import kanon_rewrite
-        return kanon_rewrite(con, sql, anon_tbl)
+        return kanon_rewrite(CallerConnection(con, caller), sql, anon_tbl)
 
-    def query_error_udf(sql, raw_tbl, anon_tbl):
+    def query_error_udf(sql, raw_tbl, anon_tbl, caller):
         from kanon_duckdb.rewrite import query_error_sql
-        return query_error_sql(con, sql, raw_tbl, anon_tbl)
+        return query_error_sql(CallerConnection(con, caller), sql, raw_tbl, anon_tbl)
 
-    def workload_udf(raw_tbl, n, seed, dims, qi):
+    def workload_udf(raw_tbl, n, seed, dims, qi, caller):
         from kanon_duckdb.rewrite import generate_workload
         if raw_tbl is None:
             return None
-        return [{"qid": q, "sql": s} for q, s in generate_workload(con, raw_tbl, n, seed, dims, qi)]
+        return [{"qid": q, "sql": s} for q, s in
+                generate_workload(CallerConnection(con, caller), raw_tbl, n, seed, dims, qi)]
 
-    def workload_errors_udf(workload_tbl, raw_tbl, anon_tbl):
+    def workload_errors_udf(workload_tbl, raw_tbl, anon_tbl, caller):
         from kanon_duckdb.rewrite import workload_errors
-        return [{"qid": q, "raw_value": a, "anon_estimate": e}
-                for q, a, e in workload_errors(con, workload_tbl, raw_tbl, anon_tbl)]
+        return [{"qid": q, "raw_value": a, "anon_estimate": e} for q, a, e in
+                workload_errors(CallerConnection(con, caller), workload_tbl, raw_tbl, anon_tbl)]
 
+    # the last argument of each: current_connection_id() of the caller (sql/query_error.sql)
     return [
-        UDF("__kanon_rewrite", rewrite_udf, ("VARCHAR", "VARCHAR"), "VARCHAR", arrow=False,
-            null_handling="default"),
-        UDF("__kanon_query_error_sql", query_error_udf, ("VARCHAR",) * 3, "VARCHAR", arrow=False,
-            null_handling="default"),
-        UDF("__kanon_query_workload", workload_udf, ("VARCHAR", "BIGINT", "BIGINT", "BIGINT", "VARCHAR[]"),
+        UDF("__kanon_rewrite", rewrite_udf, ("VARCHAR", "VARCHAR", "UBIGINT"), "VARCHAR",
+            arrow=False, null_handling="default"),
+        UDF("__kanon_query_error_sql", query_error_udf, ("VARCHAR",) * 3 + ("UBIGINT",), "VARCHAR",
+            arrow=False, null_handling="default"),
+        UDF("__kanon_query_workload", workload_udf,
+            ("VARCHAR", "BIGINT", "BIGINT", "BIGINT", "VARCHAR[]", "UBIGINT"),
             "STRUCT(qid BIGINT, sql VARCHAR)[]", arrow=False, null_handling="special"),
-        UDF("__kanon_workload_errors", workload_errors_udf, ("VARCHAR",) * 3,
+        UDF("__kanon_workload_errors", workload_errors_udf, ("VARCHAR",) * 3 + ("UBIGINT",),
             "STRUCT(qid BIGINT, raw_value DOUBLE, anon_estimate DOUBLE)[]", arrow=False,
             null_handling="default"),
     ]

@@ -165,8 +165,9 @@ def find_relation(cur, name: str) -> Source:
     """The relation ``name`` as ``k_anonymize`` reads it (``relation.resolve_source``: a
     non-TEMP table or view, a file path or glob, a file reader call); a table or view of the
     current schema is referred to by its bare quoted name (readable rewritten SQL).
-    UnknownObjectError otherwise."""
-    src = resolve_source(cur, name)
+    UnknownObjectError otherwise. ``cur`` is a fresh reader cursor: its only TEMP objects are
+    the caller's registered objects handed to it (``registered.CallerConnection``)."""
+    src = resolve_source(cur, name, allow_temp=True)
     if src.parts is not None:
         here = cur.execute("SELECT current_database(), current_schema()").fetchall()[0]
         if tuple(src.parts[:2]) == tuple(here):
@@ -232,7 +233,7 @@ def resolve_context(con, anon_table: str, raw_table: str | None = None, columns=
             except UnknownObjectError:
                 if raw_required:
                     raise
-        recorded = qi_from_run(cur, anon_table)
+        recorded = qi_from_run(cur, anon)  # the relation resolved above
         if recorded is not None:
             numeric_qi, categorical_qi, trees = recorded
         else:
