@@ -151,11 +151,12 @@ def expose(cur, connection_id, name) -> bool:
     return True
 
 
-def expose_all(cur, connection_id) -> None:
+def expose_all(cur, connection_id) -> bool:
     """Register on the reader cursor ``cur`` every object the connection ``connection_id``
-    registered (one-pass readers left out), so ``cur`` resolves names as that connection does."""
+    registered (one-pass readers left out), so ``cur`` resolves names as that connection does;
+    False when it registered none."""
     if connection_id is None:
-        return
+        return False
     with _lock:
         found = list(_objects.get(int(connection_id), {}).values())
     try:
@@ -166,13 +167,15 @@ def expose_all(cur, connection_id) -> None:
     for view_name, obj in found:
         if not isinstance(obj, one_pass):
             _original_register(cur, view_name, obj)
+    return bool(found)
 
 
 class CallerConnection:
     """``con`` (the connection the UDFs were declared on) whose ``cursor()`` also sees the
     objects registered on the caller, the connection or cursor with id ``connection_id``
-    (:func:`expose_all`); everything else is ``con``'s. For code that reads through cursors
-    (kanon_duckdb.rewrite) called from a UDF."""
+    (:func:`expose_all`; the cursor's VARIABLE then names the caller, so the metric macros run
+    on it find them too); everything else is ``con``'s. For code that reads through cursors
+    (kanon_duckdb.rewrite, kanon_compare) called from a UDF."""
 
     def __init__(self, con, connection_id):
         self._con, self._id = con, connection_id
@@ -180,7 +183,8 @@ class CallerConnection:
     def cursor(self):
         cur = self._con.cursor()
         try:
-            expose_all(cur, self._id)
+            if expose_all(cur, self._id):
+                cur.sql(f"SET VARIABLE {VARIABLE} = {int(self._id)}")
         except BaseException:
             cur.close()
             raise

@@ -1,11 +1,13 @@
 -- kanon_compare(tables): one row per anonymized table of the list with its utility metrics.
--- tables is a VARCHAR[] of table, view or file names (e.g. ['adult_k5', 'adult_k10']); the
+-- tables is a VARCHAR[] of table, view, file or registered object names (e.g. ['adult_k5',
+-- 'adult_k10']; objects registered on the calling connection or cursor count too); the
 -- metrics are the macros of the same name (gcp, discernibility, cavg, suppression, total_il,
 -- gen_total_il). For names held in a column use the scalar form: SELECT t, kanon_metrics(t).gcp
 -- FROM (VALUES ('a_k5'), ('a_k10')) v(t).
 CREATE OR REPLACE MACRO kanon_compare(tables) AS TABLE
-SELECT t AS "table", unnest(__kanon_metrics(t)) FROM (SELECT unnest(tables) AS t);
+SELECT t AS "table", unnest(__kanon_metrics(t, current_connection_id()))
+FROM (SELECT unnest(tables) AS t);
 
 -- kanon_metrics(tbl): the utility metrics of one anonymized table as a STRUCT; tbl may come from
 -- a column (the metric macros themselves need a constant table name).
-CREATE OR REPLACE MACRO kanon_metrics(tbl) AS __kanon_metrics(tbl);
+CREATE OR REPLACE MACRO kanon_metrics(tbl) AS __kanon_metrics(tbl, current_connection_id());

@@ -119,3 +119,20 @@ def test_cursor_registration_stays_private_to_the_cursor(con):
             _value(con, "gcp('{t}')", "only_cur")
     finally:
         cur.close()
+
+
+@pytest.mark.parametrize("through", ["connection", "cursor"])
+def test_kanon_compare_reads_registered_objects(con, through):
+    """kanon_compare / kanon_metrics take names from a list or a column, objects registered on
+    the calling connection or cursor included (registered.CallerConnection)."""
+    caller = con if through == "connection" else con.cursor()
+    caller.register("cmp_arrow", con.sql("FROM a").to_arrow_table())
+    try:
+        got = caller.execute("SELECT \"table\", gcp FROM kanon_compare(['cmp_arrow', 'a'])").fetchall()
+        assert dict(got)["cmp_arrow"] == pytest.approx(_value(con, "gcp('{t}')", "a"))
+        assert caller.execute("SELECT kanon_metrics(t).gcp FROM (VALUES ('cmp_arrow')) v(t)"
+                              ).fetchall()[0][0] == pytest.approx(_value(con, "gcp('{t}')", "a"))
+    finally:
+        caller.unregister("cmp_arrow")
+        if caller is not con:
+            caller.close()

@@ -3,13 +3,14 @@ comes from a column or a list (``kanon_compare([...])``, sql/compare.sql).
 
 The metric macros (sql/metrics_*.sql) take their table as a constant (``query_table`` binds it),
 so a name held in a column cannot reach them directly; this UDF evaluates them for each name
-through a cursor (committed tables, views and files; see kanon_duckdb/relation.py).
+through a cursor (committed tables, views and files; see kanon_duckdb/relation.py; objects
+registered on the calling connection or cursor, kanon_duckdb/registered.py).
 """
 from __future__ import annotations
 
 import pyarrow as pa
 
-from kanon_duckdb.udf_spec import UDF, UdfContext
+from kanon_duckdb.udf_spec import UDF, UdfContext, first_value
 
 METRICS = ("gcp", "discernibility", "cavg", "suppression", "total_il", "gen_total_il")
 METRICS_TYPE = "STRUCT(" + ", ".join(f"{m} DOUBLE" for m in METRICS) + ")"
@@ -24,11 +25,13 @@ def metrics_of(cur, tbl: str) -> dict:
 
 def declare(ctx: UdfContext) -> list[UDF]:
     """``__kanon_metrics`` on ``ctx.con``."""
+    from kanon_duckdb.registered import CallerConnection
     con = ctx.con
 
-    def kanon_metrics(tbl):
+    def kanon_metrics(tbl, caller):
         names = tbl.to_pylist()
-        cur = con.cursor()
+        # objects registered on the caller (current_connection_id()) are registered on the cursor
+        cur = CallerConnection(con, first_value(caller)).cursor()
         try:
             cache = {t: metrics_of(cur, t) for t in set(names) if t is not None}
         finally:
@@ -36,4 +39,5 @@ def declare(ctx: UdfContext) -> list[UDF]:
         return pa.array([cache.get(t) for t in names],
                         pa.struct([(m, pa.float64()) for m in METRICS]))
 
-    return [UDF("__kanon_metrics", kanon_metrics, ("VARCHAR",), METRICS_TYPE, side_effects=True)]
+    return [UDF("__kanon_metrics", kanon_metrics, ("VARCHAR", "UBIGINT"), METRICS_TYPE,
+                side_effects=True)]
