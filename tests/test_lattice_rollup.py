@@ -182,3 +182,56 @@ def test_stopping_searches_equal_counting_ones(loss):
         assert random_search.search(a, params, 3)[0] == random_search.search(b, params, 3)[0]
         if loss != "dm":
             assert a.cap < space.n  # the stop is on
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tables(), st.data(), st.integers(1, 4), st.booleans())
+def test_chunked_grouping_equals_the_sequential_one(data, draw, threads, want_cls):
+    """group_node_parallel (P chunks merged in order) returns group_node's classes in the same
+    order with the same representatives, counts, input classes and codes, with or without a cap
+    (a stopped grouping reports cap + 1 classes in both)."""
+    space = build_space(data)
+    ch = NodeChecker(space, 2)
+    levels = draw.draw(st.sampled_from(all_nodes(space)))
+    cap = draw.draw(st.sampled_from([1, 2, 5, space.t, 1 << 62]))
+    cols = space.cols(levels)
+    strides, ks = space.keyspace(levels)
+    args = (space.codes, cols, ch._nolut, ch._nolut, False)
+    rows = (ch._norep[0], ch._norep[1], True, strides)
+    want = K.group_node(*args, *rows, ks, cap, ch._dense, ch._hkey, ch._hval, ch._keybuf,
+                        want_cls)
+    keys = min(-(-space.t // threads), min(cap, space.t) + 1)
+    size = 1
+    while size < 2 * keys + 2:
+        size *= 2
+    scr_key = np.full((threads, size), -1, dtype=np.int64)
+    got = K.group_node_parallel(*args, *rows, cap, scr_key, np.empty((threads, size), np.int32),
+                                ch._hkey, ch._hval, want_cls)
+    assert got[0].shape[0] == want[0].shape[0]
+    assert (scr_key == -1).all() and (ch._hkey == -1).all()  # scratch left clean
+    if want[0].shape[0] <= cap:  # complete: identical tables
+        for a, b in zip(got, want):
+            assert a.tolist() == b.tolist()
+
+
+def test_checker_uses_chunks_above_the_threshold(monkeypatch):
+    """With the threshold lowered, optimal's capped passes over the rows run in chunks and the
+    search returns the node and loss of the sequential checker."""
+    from kanon_duckdb.algorithms.lattice import checker, optimal
+    from test_lattice import make_data
+    rng = np.random.default_rng(4)
+    n = 500
+    data = make_data([list(rng.integers(0, 90, n).astype(float)),
+                      list(rng.integers(0, 500, n).astype(float))],
+                     [("deep", list(rng.choice(["x1", "x2", "y1", "y2", "z1"], n)))])
+    space = build_space(data)
+    seq = NodeChecker(space, 5, 0.02, "log", stop_early=True)
+    monkeypatch.setattr(checker, "PARALLEL_MIN", 0)
+    monkeypatch.setattr(checker, "_DENSE_MAX", 16)  # every key space 'large'
+    calls = []
+    real = K.group_node_parallel
+    monkeypatch.setattr(K, "group_node_parallel", lambda *a: calls.append(1) or real(*a))
+    par = NodeChecker(space, 5, 0.02, "log", stop_early=True)
+    a, b = optimal.search(par), optimal.search(seq)
+    assert calls and a[0] == b[0]
+    assert par.check(a[0]) == seq.check(b[0])

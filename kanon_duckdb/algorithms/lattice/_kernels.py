@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._numba_config import njit
+from numba import prange
+
+from ..._numba_config import njit, njit_parallel
 
 _GOLDEN = np.uint64(11400714819323198485)
 
@@ -40,6 +42,37 @@ def _table_shape(c):
         size *= 2
         bits += 1
     return size, np.uint64(64 - bits), size - 1
+
+
+@njit
+def _block_keys(src, cols, lut, lutoff, use_lut, strides, a, b, keybuf):
+    """keybuf[:b - a] = the keys of inputs a..b-1 (see ``group_node``), column by column."""
+    for t in range(b - a):
+        keybuf[t] = 0
+    for j in range(cols.shape[0]):
+        col = src[cols[j]]
+        st = strides[j]
+        if use_lut:
+            off = lutoff[j]
+            for t in range(a, b):
+                keybuf[t - a] += lut[off + col[t]] * st
+        else:
+            for t in range(a, b):
+                keybuf[t - a] += col[t] * st
+
+
+@njit
+def _class_codes(src, cols, lut, lutoff, use_lut, first, nout):
+    """(d, nout) codes at the node of each class, read from its first input."""
+    d = cols.shape[0]
+    kc = np.empty((d, nout), dtype=src.dtype)
+    for j in range(d):
+        col = src[cols[j]]
+        off = lutoff[j] if use_lut else 0
+        for s in range(nout):
+            v = col[first[s]]
+            kc[j, s] = lut[off + v] if use_lut else v
+    return kc
 
 
 @njit
@@ -64,7 +97,6 @@ def group_node(src, cols, lut, lutoff, use_lut, rep, cnt, identity, strides, key
     O(c·d) time, sequential reads only.
     """
     c = src.shape[1]
-    d = cols.shape[0]
     lim = cap + 1
     if lim > c:
         lim = c
@@ -89,18 +121,7 @@ def group_node(src, cols, lut, lutoff, use_lut, rep, cnt, identity, strides, key
     stop = False
     for a in range(0, c, B):
         b = min(a + B, c)
-        for t in range(b - a):
-            keybuf[t] = 0
-        for j in range(d):
-            col = src[cols[j]]
-            st = strides[j]
-            if use_lut:
-                off = lutoff[j]
-                for t in range(a, b):
-                    keybuf[t - a] += lut[off + col[t]] * st
-            else:
-                for t in range(a, b):
-                    keybuf[t - a] += col[t] * st
+        _block_keys(src, cols, lut, lutoff, use_lut, strides, a, b, keybuf)
         for t in range(a, b):
             key = keybuf[t - a]
             w = cnt[t] if has_cnt else 1
@@ -152,13 +173,7 @@ def group_node(src, cols, lut, lutoff, use_lut, rep, cnt, identity, strides, key
             dense[out_pos[s]] = -1
         else:
             hkey[out_pos[s]] = -1
-    kc = np.empty((d, nout), dtype=src.dtype)
-    for j in range(d):
-        col = src[cols[j]]
-        off = lutoff[j] if use_lut else 0
-        for s in range(nout):
-            v = col[first[s]]
-            kc[j, s] = lut[off + v] if use_lut else v
+    kc = _class_codes(src, cols, lut, lutoff, use_lut, first, nout)
     return out_rep[:nout].copy(), out_cnt[:nout].copy(), cls, kc
 
 
@@ -398,3 +413,141 @@ def leaf_extremes(leaf, values, null, n_leaves):
             if v > vmax[f]:
                 vmax[f] = v
     return vmin, vmax, has_null
+
+
+@njit
+def _group_chunk(src, cols, lut, lutoff, use_lut, cnt, strides, a, b, cap, hkey, hval, keybuf,
+                 keys, first, counts, pos, lcls, want_cls):
+    """Group inputs a..b-1 (see ``group_node``; open addressing only) into keys / first input /
+    rows per class (keys, first, counts, pos int64 (>= min(b - a, cap + 1),) OUT) and, when
+    ``want_cls``, the local class of each input (lcls int32 (b - a,) OUT). hkey int64 (all -1 on
+    entry and exit) / hval int32 scratch of power-of-two size >= 2 min(b - a, cap + 1) + 2.
+    Returns the classes found; cap + 1 means it stopped early."""
+    lim = cap + 1
+    if lim > b - a:
+        lim = b - a
+    size, shift, mask = _table_shape(lim)
+    has_cnt = cnt.shape[0] > 0
+    nout = 0
+    B = keybuf.shape[0]
+    stop = False
+    for a0 in range(a, b, B):
+        b0 = min(a0 + B, b)
+        _block_keys(src, cols, lut, lutoff, use_lut, strides, a0, b0, keybuf)
+        for t in range(a0, b0):
+            key = keybuf[t - a0]
+            w = cnt[t] if has_cnt else 1
+            h = np.int64((np.uint64(key) * _GOLDEN) >> shift)
+            while True:
+                k0 = hkey[h]
+                if k0 == key:
+                    s = hval[h]
+                    counts[s] += w
+                    break
+                if k0 < 0:
+                    hkey[h] = key
+                    hval[h] = nout
+                    s = nout
+                    keys[s] = key
+                    first[s] = t
+                    counts[s] = w
+                    pos[s] = h
+                    nout += 1
+                    break
+                h = (h + 1) & mask
+            if want_cls:
+                lcls[t - a] = s
+            if nout > cap:
+                stop = True
+                break
+        if stop:
+            break
+    for s in range(nout):
+        hkey[pos[s]] = -1
+    return nout
+
+
+@njit_parallel
+def group_node_parallel(src, cols, lut, lutoff, use_lut, rep, cnt, identity, strides, cap,
+                        scr_key, scr_val, hkey, hval, want_cls):
+    """``group_node`` in P = scr_key.shape[0] chunks of the inputs, one per thread, merged in
+    chunk order: a class's first input overall lies in the first chunk that holds it, so the
+    classes come out in the sequential order with the same representatives, counts and codes
+    (identical results). Open addressing only. scr_key int64 (P, S) (all -1 on entry and exit),
+    scr_val int32 (P, S), S a power of two >= 2 min(ceil(c / P), cap + 1) + 2; hkey / hval as
+    in ``group_node``. Same returns. O(c·d / P + classes) time."""
+    c = src.shape[1]
+    P = scr_key.shape[0]
+    L = (c + P - 1) // P
+    if L > cap + 1:
+        L = cap + 1
+    ckeys = np.empty((P, L), dtype=np.int64)
+    cfirst = np.empty((P, L), dtype=np.int64)
+    ccnt = np.empty((P, L), dtype=np.int64)
+    cpos = np.empty((P, L), dtype=np.int64)
+    cn = np.zeros(P, dtype=np.int64)
+    lcls = np.empty(c if want_cls else 0, dtype=np.int32)
+    for p in prange(P):
+        a = p * c // P
+        b = (p + 1) * c // P
+        keybuf = np.empty(4096, dtype=np.int64)
+        cn[p] = _group_chunk(src, cols, lut, lutoff, use_lut, cnt, strides, a, b, cap, scr_key[p],
+                             scr_val[p], keybuf, ckeys[p], cfirst[p], ccnt[p], cpos[p],
+                             lcls[a:b] if want_cls else lcls, want_cls)
+    lim = cap + 1
+    if lim > c:
+        lim = c
+    out_first = np.empty(lim, dtype=np.int64)
+    out_cnt = np.empty(lim, dtype=np.int64)
+    out_pos = np.empty(lim, dtype=np.int64)
+    gmap = np.empty((P, L), dtype=np.int32)
+    size, shift, mask = _table_shape(lim)
+    nout = 0
+    stop = False
+    for p in range(P):
+        if cn[p] > cap:  # one chunk alone has too many classes
+            stop = True
+        if stop:
+            break
+        for s in range(cn[p]):
+            key = ckeys[p, s]
+            h = np.int64((np.uint64(key) * _GOLDEN) >> shift)
+            while True:
+                k0 = hkey[h]
+                if k0 == key:
+                    g = hval[h]
+                    out_cnt[g] += ccnt[p, s]
+                    break
+                if k0 < 0:
+                    hkey[h] = key
+                    hval[h] = nout
+                    g = nout
+                    out_first[g] = cfirst[p, s]
+                    out_cnt[g] = ccnt[p, s]
+                    out_pos[g] = h
+                    nout += 1
+                    break
+                h = (h + 1) & mask
+            gmap[p, s] = g
+            if nout > cap:
+                stop = True
+                break
+    for g in range(nout):
+        hkey[out_pos[g]] = -1
+    if stop:  # report an incomplete table of cap + 1 classes, as group_node does
+        nout = cap + 1
+        for g in range(nout):
+            out_first[g] = 0
+            out_cnt[g] = 0
+    cls = np.empty(c if want_cls and not stop else 0, dtype=np.int32)
+    if want_cls and not stop:
+        for p in prange(P):
+            a = p * c // P
+            b = (p + 1) * c // P
+            for t in range(a, b):
+                cls[t] = gmap[p, lcls[t]]
+    out_rep = np.empty(nout, dtype=np.int32)
+    for g in range(nout):
+        out_rep[g] = out_first[g] if identity else rep[out_first[g]]
+    kc = _class_codes(src, cols, lut, lutoff, use_lut, out_first, nout)
+    return out_rep, out_cnt[:nout].copy(), cls, kc

@@ -52,6 +52,7 @@ LOSSES = objectives.LATTICE_LOSSES
 _DENSE_MAX = 1 << 21
 _NO_CAP = 1 << 62
 _KEY_BLOCK = 4096  # inputs keyed per block by the grouping kernel
+PARALLEL_MIN = 1 << 18  # encoded rows from which a capped pass over them runs in thread chunks
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,7 @@ class NodeChecker:
         self._cncp = space.cncp if w is None else self._weighted_cncp(space, w)
         # the encoded rows as an input class table: r = t, counts of a histogram (or 1 each)
         self._nolut = np.zeros(1, dtype=np.int64)
+        self._scratch = None
         self._qi_rows = np.arange(space.d, dtype=np.int64)  # rows of a cached table's kc
         self._norep = (np.zeros(0, dtype=np.int32),
                        np.zeros(0, dtype=np.int64) if space.counts is None
@@ -186,6 +188,12 @@ class NodeChecker:
             rep, cnt = (self._norep[0], self._norep[1]) if tab is None else tab[:2]
             rep, cnt, cls = K.group_tuple(sp.codes, rep, cnt, tab is None, cols, cap, want_cls)
             return rep, cnt, cls, sp.codes[cols[:, None], rep[None, :]]
+        if tab is None and cap < _NO_CAP and self.t >= PARALLEL_MIN \
+                and ks > self._dense.shape[0]:  # a long pass into a hash table: in chunks
+            key_scr, val_scr = self._chunk_scratch()
+            return K.group_node_parallel(sp.codes, cols, self._nolut, self._nolut, False,
+                                         self._norep[0], self._norep[1], True, strides, cap,
+                                         key_scr, val_scr, self._hkey, self._hval, want_cls)
         if tab is None:
             return K.group_node(sp.codes, cols, self._nolut, self._nolut, False, self._norep[0],
                                 self._norep[1], True, strides, ks, cap, self._dense, self._hkey,
@@ -198,6 +206,20 @@ class NodeChecker:
         lut = np.concatenate(maps) if maps else self._nolut
         return K.group_node(kc, self._qi_rows, lut, off, True, rep, cnt, False, strides, ks, cap,
                             self._dense, self._hkey, self._hval, self._keybuf, want_cls)
+
+    def _chunk_scratch(self):
+        """Per-thread hash tables of ``group_node_parallel`` (allocated on first use): one row
+        per numba thread, sized for min(t / threads, cap + 1) keys."""
+        if self._scratch is None:
+            import numba
+            P = max(1, int(numba.get_num_threads()))
+            keys = min(-(-self.t // P), self.cap + 1)
+            size = 1
+            while size < 2 * keys + 2:
+                size *= 2
+            self._scratch = (np.full((P, size), -1, dtype=np.int64),
+                             np.empty((P, size), dtype=np.int32))
+        return self._scratch
 
     def _source(self, levels):
         """The smallest cached class table (rep, cnt, kc, levels) of a node <= ``levels``, or
