@@ -40,29 +40,83 @@ LEAF_ORDER_FALLBACK = True  # measured on Adult (ARX QIs): lower GCP at every k 
 
 
 def stack_dimensions(data: QIData):
-    """(W (n, d) float64 row-major, scale (d,), tree_of (d,)) for the kernels: numeric QIs first."""
+    """(X (n, d) float64 row-major coordinates, scale (d,), tree_of (d,)): numeric QIs first
+    (the layout of the privacy repair and bottomup kernels)."""
     d = data.dn + data.dc
     X = np.empty((data.n, d), dtype=np.float64)
     X[:, :data.dn] = data.num
     X[:, data.dn:] = data.cat
+    return (X,) + _scales(data)[1:]
+
+
+def _scales(data: QIData):
+    """(None, scale (d,), tree_of (d,)): numeric ranges, then 1 per categorical QI."""
+    d = data.dn + data.dc
     scale = np.ones(d)
     scale[:data.dn] = data.num_range
     tree_of = np.full(d, -1, dtype=np.int64)
     tree_of[data.dn:] = np.arange(data.dc)
-    return X, scale, tree_of
+    return None, scale, tree_of
+
+
+SHORT_SPAN = 1 << 24  # integer coordinates spanning fewer values are coded by offset (no sort)
+
+
+def _column_codes(col: np.ndarray, integral: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(int32 codes, float64 coordinate of each code) of one column of coordinates, order
+    preserving: the offset from the smallest when ``integral`` and the span is short (O(n)),
+    else the rank among the distinct values (hash-based dictionary, then a sort of the
+    distinct values)."""
+    lo, hi = float(col.min()), float(col.max())
+    if integral and hi - lo < SHORT_SPAN:
+        return (col - lo).astype(np.int32), lo + np.arange(int(hi - lo) + 1, dtype=np.float64)
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    enc = pc.dictionary_encode(pa.array(col + 0.0))  # + 0.0: -0.0 and 0.0 are one value
+    distinct = enc.dictionary.to_numpy()
+    order = np.argsort(distinct, kind="stable")
+    rank = np.empty(order.size, dtype=np.int32)
+    rank[order] = np.arange(order.size, dtype=np.int32)
+    return rank[enc.indices.to_numpy()], distinct[order]
+
+
+def code_dimensions(data: QIData):
+    """(W int32 (n, d) row-major codes, vals float64, vals_off int64 (d + 1,)) for the kernels
+    (see ``_kernels``): numeric QIs first (``_column_codes``; integer SQL types and their NULL
+    coordinate are integral), then the categorical QIs' leaf ordinals, whose coordinate is the
+    ordinal itself. O(n·d), plus a sort of the distinct values of a float or wide column."""
+    d = data.dn + data.dc
+    W = np.empty((data.n, d), dtype=np.int32)
+    vals, off = [], [0]
+    for j in range(data.dn):
+        W[:, j], v = _column_codes(data.num[:, j], bool(data.num_is_int[j]))
+        vals.append(v)
+        off.append(off[-1] + v.size)
+    for j in range(data.dc):
+        W[:, data.dn + j] = data.cat[:, j]
+        v = np.arange(int(data.cat[:, j].max()) + 1, dtype=np.float64)
+        vals.append(v)
+        off.append(off[-1] + v.size)
+    return W, np.concatenate(vals) if vals else np.zeros(0), np.asarray(off, dtype=np.int64)
 
 
 def _partition(data: QIData, k: int, leaf_order_fallback: bool, progress=no_progress):
-    X, scale, tree_of = stack_dimensions(data)
+    W, vals, vals_off = code_dimensions(data)
+    _X, scale, tree_of = _scales(data)
     scale = objectives.weighted_scale(scale, objectives.weight_vector(data))  # weights := only
     trees = data.cat_arrays()
     spec = spec_of(data)
     # None when only class size matters: the kernel's specialization for None compiles no
     # privacy check (a shorter first compile of the default path)
     P = spec.packed() if spec is not None and spec.has_class_models else None
-    ec, lo, hi = mondrian_partition(X, int(k), Dims(scale, tree_of, bool(leaf_order_fallback)),
+    ec, lo, hi = mondrian_partition(W, int(k), Dims(scale, tree_of, bool(leaf_order_fallback),
+                                                    vals, vals_off),
                                     trees, interrupt.stop_flag(progress), P)
     interrupt.check(progress)
+    del W
+    for j in range(lo.shape[1]):  # codes -> coordinates
+        lo[:, j] = vals[vals_off[j] + lo[:, j].astype(np.int64)]
+        hi[:, j] = vals[vals_off[j] + hi[:, j].astype(np.int64)]
     return ec, lo, hi, trees
 
 

@@ -1,8 +1,12 @@
 """Numba kernels of strict multidimensional Mondrian (LeFevre, DeWitt, Ramakrishnan 2006).
 
-Data layout: ``W`` float64 (n, d), row-major working copy of the QIs (numeric values, or the leaf
-ordinal of a categorical value) that is permuted together with ``perm`` (original row ids) as
-segments split, so every segment is a contiguous block and all passes read memory sequentially.
+Data layout: ``W`` int32 (n, d), row-major working copy of the QIs as order-preserving codes
+(numeric: the rank of the value among its column's values, or its offset from the smallest when
+the column is a short range of integers; categorical: the leaf ordinal) that is permuted
+together with ``perm`` (original row ids) as segments split, so every segment is a contiguous
+block and all passes read memory sequentially (32 bytes per row of 8 QIs). Cuts compare codes;
+widths and costs read each code's coordinate from ``Dims.vals`` (``coord``), so every choice is
+the one the coordinates themselves would give.
 A categorical dimension j has ``dims.tree_of[j] >= 0`` naming its packed tree. The kernels take
 three bundles besides the rows: :class:`Dims` (per-dimension facts), ``qidata.PackedTrees`` (the
 taxonomies) and :class:`Scratch` (per-thread buffers).
@@ -32,13 +36,22 @@ class Dims(NamedTuple):
     #                          1 / weight; objectives.weighted_scale)
     tree_of: np.ndarray      # int64 (d,): packed tree of a categorical dimension, -1 if numeric
     leaf_order_fallback: bool  # categorical: median cut in leaf order when no tree cut is allowable
+    vals: np.ndarray         # float64: coordinate of each code, dimension j at vals_off[j]: (the
+    #                          leaf ordinal itself for a categorical dimension)
+    vals_off: np.ndarray     # int64 (d + 1,)
+
+
+@njit
+def coord(dims, j, code):
+    """The coordinate (float64) of ``code`` on dimension j."""
+    return dims.vals[dims.vals_off[j] + np.int64(code)]
 
 
 class Scratch(NamedTuple):
     """Per-thread scratch reused across the segments of a block (small segments allocate nothing)."""
     seg: np.ndarray     # float64 (4, d): widths, min, max, estimated gain per dimension
     tried: np.ndarray   # bool (d,)
-    Ws: np.ndarray      # float64 (2*SAMPLE_ROWS+1, d): the strided sample of a large segment
+    Ws: np.ndarray      # int32 (2*SAMPLE_ROWS+1, d): the strided sample of a large segment
     buf: np.ndarray     # float64 (>= rows of the longest segment): median selection
     bounds: np.ndarray  # float64 (max leaves + 1,): tree-cut boundaries
     tscr: np.ndarray    # int64 (5, max leaves + 1): tree-cut counters
@@ -54,8 +67,8 @@ SAMPLE_ROWS = 128  # segments larger than twice this rank tied dimensions on a s
 def _segment_widths(W, s, e, dims, trees, out_w, out_lo, out_hi):
     """Normalized width of each dimension on rows s:e (numeric: span/range; categorical:
     leaves(LCA)/leaves(root), 0 for a single leaf), divided by ``scale[j]`` (numeric: range /
-    weight; categorical: 1 / weight, see objectives.weighted_scale). Also returns min/max per
-    dimension."""
+    weight; categorical: 1 / weight, see objectives.weighted_scale). Also returns the smallest
+    and largest code per dimension."""
     d = W.shape[1]
     for j in range(d):
         out_lo[j] = np.inf
@@ -70,7 +83,7 @@ def _segment_widths(W, s, e, dims, trees, out_w, out_lo, out_hi):
         hi = out_hi[j]
         t = dims.tree_of[j]
         if t < 0:
-            out_w[j] = (hi - lo) / dims.scale[j]
+            out_w[j] = (coord(dims, j, hi) - coord(dims, j, lo)) / dims.scale[j]
         elif hi > lo:
             lf = trees.leaf_node[trees.leaf_off[t]:trees.leaf_off[t + 1]]
             no = trees.node_off[t]
@@ -245,9 +258,10 @@ def _leaf_children_cut(W, s, e, j, k, ncp_u, seg_lo, seg_hi, buf):
 
 
 @njit
-def _median_cut(W, s, e, j, k, seg_lo, seg_hi, scale_j, buf):
+def _median_cut(W, s, e, j, k, seg_lo, seg_hi, scale_j, buf, dims):
     """Median cut on dimension j: '<= m' or '< m' (m the median), the most balanced allowable
-    one, with its cost (row-weighted normalized span of the two sides), or (NaN, inf).
+    one, with its cost (row-weighted normalized span of the two sides, in coordinates), or
+    (NaN, inf).
     Expected linear time (see median_stats)."""
     n = e - s
     m, below, above, n_below, n_above = median_stats(W, s, e, j, buf)
@@ -265,7 +279,8 @@ def _median_cut(W, s, e, j, k, seg_lo, seg_hi, scale_j, buf):
         if left >= k and right >= k and min(left, right) > best_bal:
             best_bal = min(left, right)
             best_cut = cut
-            best_cost = (left * (cut - seg_lo[j]) + right * (seg_hi[j] - nxt)) / scale_j
+            best_cost = (left * (coord(dims, j, cut) - coord(dims, j, seg_lo[j]))
+                         + right * (coord(dims, j, seg_hi[j]) - coord(dims, j, nxt))) / scale_j
     return best_cut, best_cost
 
 
@@ -280,11 +295,11 @@ def _choose_cut(W, s, e, j, k, dims, trees, seg_lo, seg_hi, sc):
     """
     t = dims.tree_of[j]
     if t < 0:
-        return _median_cut(W, s, e, j, k, seg_lo, seg_hi, dims.scale[j], sc.buf)
+        return _median_cut(W, s, e, j, k, seg_lo, seg_hi, dims.scale[j], sc.buf, dims)
     cut, cost = _tree_cut(W, s, e, j, k, t, trees, seg_lo, seg_hi, sc)
     if cut == cut or not dims.leaf_order_fallback:
         return cut, cost / dims.scale[j]  # scale[j] = 1 / the QI's weight
-    cut, _ = _median_cut(W, s, e, j, k, seg_lo, seg_hi, 1.0, sc.buf)
+    cut, _ = _median_cut(W, s, e, j, k, seg_lo, seg_hi, 1.0, sc.buf, dims)
     return cut, (e - s) * 1.0 / dims.scale[j]  # a leaf-order cut does not shrink the LCA: no gain
 
 
@@ -389,9 +404,10 @@ CHUNKS = 64  # segments of one round are handed out in this many blocks, each wi
 
 @njit_parallel
 def mondrian_partition(W, k, dims, trees, stop, P):
-    """Strict Mondrian. W (n, d) IN, permuted in place (scratch). Returns (ec int64 (n,), classes
-    numbered 0..C-1; lo, hi float64 (C, d): per class and dimension the smallest and largest
-    value of W, read from the class's contiguous block, so no scatter pass is needed).
+    """Strict Mondrian. W int32 (n, d) codes IN, permuted in place (scratch). Returns (ec int64
+    (n,), classes numbered 0..C-1; lo, hi float64 (C, d): per class and dimension the smallest
+    and largest code of W, read from the class's contiguous block, so no scatter pass is
+    needed).
 
     Every class has at least k rows (requires n >= k). ``stop`` is the run's uint8[1] interrupt
     flag (``kanon_duckdb.interrupt``): when set, the kernel returns early with a partial result
@@ -429,7 +445,7 @@ def mondrian_partition(W, k, dims, trees, stop, P):
             for i in range(a, b):
                 longest = max(longest, seg_e[i] - seg_s[i])
             sc = Scratch(np.empty((4, d)), np.empty(d, dtype=np.bool_),
-                         np.empty((2 * SAMPLE_ROWS + 1, d)), np.empty(longest),
+                         np.empty((2 * SAMPLE_ROWS + 1, d), dtype=np.int32), np.empty(longest),
                          np.empty(max_leaves + 1), np.empty((5, max_leaves + 1), dtype=np.int64),
                          np.empty((2, m_hist)), np.empty((4, m_scr)))
             for i in range(a, b):
