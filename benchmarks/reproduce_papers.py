@@ -9,6 +9,7 @@ The papers' numbers are read off their figures and quoted as such.
 
     python benchmarks/reproduce_papers.py                        # every paper, k = 2,5,10,20,30,40
     python benchmarks/reproduce_papers.py --papers kab,kmember --k 10,40
+    python benchmarks/reproduce_papers.py --papers kab_speed     # kab vs default kmember only
     flock /tmp/kanon-bench.lock python benchmarks/reproduce_papers.py   # on a shared machine
 
 Papers: kab (Kacha et al. 2021), kmember (Wang, Liu, Gao; Byun et al. 2007), cof (COF-Mondrian,
@@ -29,6 +30,7 @@ QI = ["age", "education_num", "workclass", "marital_status", "occupation", "race
       "native_country"]
 K_DEFAULT = [2, 5, 10, 20, 30, 40]
 PAPERS = ("kab", "kmember", "cof", "info2means", "kgen")
+EXTRA_MODES = ("kab_speed",)  # narrower runs, not in the default list
 KMEMBER_VARIANTS = [("furthest", "ncp"), ("furthest", "height"), ("random", "ncp"),
                     ("random", "height")]
 # COF-Mondrian §4.2.4, Query1-4 (Age_Min read as the raw age)
@@ -53,15 +55,19 @@ def connect():
 
 
 def run(con, name, k, algo, seed=0, **params):
-    """CREATE TABLE name AS k_anonymize(...); returns the kanon_runs row as a dict."""
+    """CREATE TABLE name AS k_anonymize(...); returns the kanon_runs row as a dict, with the
+    process CPU seconds of the statement (``cpu``: every thread, DuckDB's included)."""
     extra = "".join(f", {p} := {json.dumps(v) if not isinstance(v, str) else repr(v)}"
                     for p, v in params.items())
+    cpu0 = time.process_time()
     con.execute(f"CREATE OR REPLACE TABLE {name} AS FROM k_anonymize('adult', k := {int(k)}, "
                 f"algo := '{algo}', qi := {QI!r}, seed := {int(seed)}{extra})")
+    cpu = time.process_time() - cpu0
     rid = con.sql(f"SELECT any_value(kanon_run) FROM {name}").fetchall()[0][0]
     row = con.execute("SELECT elapsed_s, n_classes, details FROM kanon_runs WHERE run_id = ?",
                       [rid]).fetchall()[0]
-    return {"elapsed": row[0], "classes": row[1], "details": json.loads(row[2] or "{}")}
+    return {"elapsed": row[0], "cpu": cpu, "classes": row[1],
+            "details": json.loads(row[2] or "{}")}
 
 
 def metrics(con, name, k):
@@ -93,16 +99,49 @@ def warm(con):
 
 # --------------------------------------------------------------------------- papers
 
+KAB_RIVALS = (("kab", "kab", {}),
+              ("kmember_default", "kmember", {}),
+              ("kmember", "kmember", {"seed_choice": "furthest", "cost": "ncp"}),
+              ("kmember_t3", "kmember", {"seed_choice": "random", "cost": "height"}),
+              ("oka", "oka", {}), ("ika", "ika", {}), ("bha", "bha", {}),
+              ("mondrian", "mondrian", {}))
+
+
+def kab_speed(con, ks):
+    """``--papers kab_speed``: the issue-11 targets alone. kab and the default kmember at each k
+    in one process, seed 0: GCP, GenTotal-IL, wall and CPU seconds, KAB's improvement over its
+    best initial star."""
+    rows, met = [], []
+    for k in ks:
+        res = {}
+        for key, algo, params in KAB_RIVALS[:2]:
+            r = run(con, "t", k, algo, **params)
+            res[key] = {**r, **metrics(con, "t", k)}
+        a, b = res["kab"], res["kmember_default"]
+        d = a["details"]
+        ok = {"utility": a["gcp"] <= b["gcp"] and a["il"] <= b["il"],
+              "search": d["improvement_over_best_initial"] >= 0.05,
+              "wall": a["elapsed"] < b["elapsed"], "cpu": a["cpu"] < b["cpu"]}
+        met.append((k, ok))
+        rows.append([k, f"{pct(a['gcp'])} / {pct(a['il'])}", f"{pct(b['gcp'])} / {pct(b['il'])}",
+                     f"{a['elapsed']:.2f} / {a['cpu']:.2f}", f"{b['elapsed']:.2f} / {b['cpu']:.2f}",
+                     pct(d["improvement_over_best_initial"]), f"{d['moves_improved']}/{d['moves']}",
+                     f"{d['swallowed']} ({d['swallows_improving_black_hole']})",
+                     " ".join(name for name, v in ok.items() if v) or "-"])
+    print("### KAB against the default k-member (issue 11 targets): 3 stars, 10 iterations, seed 0\n")
+    print("GCP / GenTotal-IL; seconds wall / CPU (the process's CPU during the statement).\n")
+    print(table(["k", "kab", "kmember (default)", "kab s", "kmember s", "KAB vs best initial",
+                 "improving moves", "swallowed", "targets met"], rows))
+    for name in ("utility", "search", "wall", "cpu"):
+        print(f"\n- {name}: met at k = {[k for k, ok in met if ok[name]]} of {ks}", end="")
+    print("\n")
+
+
 def kab(con, ks):
     rows, per = [], {}
     for k in ks:
         res = {}
-        for key, algo, params in (("kab", "kab", {}),
-                                  ("kmember_default", "kmember", {}),
-                                  ("kmember", "kmember", {"seed_choice": "furthest", "cost": "ncp"}),
-                                  ("kmember_t3", "kmember", {"seed_choice": "random", "cost": "height"}),
-                                  ("oka", "oka", {}), ("ika", "ika", {}), ("bha", "bha", {}),
-                                  ("mondrian", "mondrian", {})):
+        for key, algo, params in KAB_RIVALS:
             r = run(con, "t", k, algo, **params)
             res[key] = {**r, **metrics(con, "t", k)}
         d = res["kab"]["details"]
@@ -346,9 +385,9 @@ def main(argv=None):
     ap.add_argument("--k", default=",".join(map(str, K_DEFAULT)))
     args = ap.parse_args(argv)
     papers = [p.strip() for p in args.papers.split(",") if p.strip()]
-    bad = [p for p in papers if p not in PAPERS]
+    bad = [p for p in papers if p not in PAPERS + EXTRA_MODES]
     if bad:
-        sys.exit(f"unknown paper(s) {bad}; choose from {', '.join(PAPERS)}")
+        sys.exit(f"unknown paper(s) {bad}; choose from {', '.join(PAPERS + EXTRA_MODES)}")
     ks = [int(x) for x in args.k.split(",")]
     con = connect()
     try:

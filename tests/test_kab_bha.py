@@ -7,9 +7,15 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import naive
 from kanon_duckdb.algorithms.clustering import bha, kab
-from kanon_duckdb.algorithms.clustering._blackhole import dense_labels, fitness, match_clusters
-from kanon_duckdb.algorithms.clustering._exchange import (_fill_top2, _lists, _ncp_exchanged,
-                                                          exchange_toward)
+from kanon_duckdb.algorithms.clustering import _blackhole
+from kanon_duckdb.algorithms.clustering._blackhole import (dense_labels, differing_clusters,
+                                                           fitness, match_clusters)
+from kanon_duckdb.algorithms.clustering._exchange import (_fill_top2, _link, _lists,
+                                                          _ncp_exchanged, _pop_needs_rescan,
+                                                          _stats, _unlink, _update,
+                                                          cluster_ncps, exchange_toward,
+                                                          exchange_worst)
+from kanon_duckdb.algorithms.clustering.kab_stars import StarMaker
 from kanon_duckdb.algorithms.clustering._ncp import build_ncp_data, pair_dist
 from kanon_duckdb.generalize import generalize
 
@@ -183,6 +189,122 @@ def test_exchange_with_singleton_classes():
     assert np.bincount(lab).min() >= 1
 
 
+NO_MASK = np.zeros(0, dtype=np.bool_)
+
+
+def test_exchange_worst_tries_the_worst_allowed_clusters():
+    """exchange_worst picks the tried clusters: share 0.5 of 2 -> A (the worst) alone, which
+    reaches the black hole as in test_exchange_hand_computed; B alone (mask): x2 (BH-mates x0, x1
+    in A) swaps with x3 (A = {x0, x1, x2}: 2/11, B = {x3, x4}: 1/11; 8/11), the black hole too."""
+    _, ds, star, bh = _five_points()
+    lab = star.copy()
+    assert exchange_worst(ds, lab, 2, bh, 2, 0.5, NO_MASK, 2, 3, 8, 0) == (1, 1, 1)
+    assert naive.same_partition(lab, bh)
+    lab = star.copy()
+    only_b = np.array([False, True])
+    assert exchange_worst(ds, lab, 2, bh, 2, 1.0, only_b, 2, 3, 8, 0) == (0, 1, 1)
+    assert naive.same_partition(lab, bh)
+    # share of the allowed clusters: 0.5 of the one allowed cluster is that cluster
+    assert exchange_worst(ds, star.copy(), 2, bh, 2, 0.5, only_b, 2, 3, 8, 0)[2] == 1
+
+
+def test_exchange_worst_patience_stops_an_idle_move():
+    """A guide equal to the star suggests nothing: patience 1 stops after the first tried
+    cluster, patience 0 tries both."""
+    _, ds, star, _ = _five_points()
+    assert exchange_worst(ds, star.copy(), 2, star, 2, 1.0, NO_MASK, 2, 3, 8, 1) == (0, 0, 1)
+    assert exchange_worst(ds, star.copy(), 2, star, 2, 1.0, NO_MASK, 2, 3, 8, 0) == (0, 0, 2)
+
+
+def test_differing_clusters_hand_computed():
+    a = np.array([0, 0, 1, 1, 2, 2])
+    b = np.array([5, 5, 0, 1, 2, 2])
+    assert differing_clusters(a, 3, b, 6).tolist() == [False, True, False]
+    # a cluster inside a larger one of b differs too
+    assert differing_clusters(np.array([0, 0, 1, 1]), 2, np.zeros(4, np.int64), 1).tolist() \
+        == [True, True]
+
+
+def test_removing_one_of_many_tied_extremes_needs_no_rescan():
+    """bha's regression (65 s at k = 40 on Adult): every record leaving a large class that ties on
+    a categorical leaf with the class's second-smallest / -largest value forced a rescan of the
+    class. With the holders of each extreme counted, removing one of >= 3 holders is O(d), and
+    the statistics stay those of a fresh fill; with 2 holders a rescan is still needed."""
+    data = naive.numeric_qidata([[1.0], [1.0], [1.0], [5.0], [5.0], [5.0], [9.0], [9.0]])
+    ds = build_ncp_data(data)
+    lab = np.zeros(8, np.int64)
+    head, nxt, prv, _ = _lists(lab, 1)
+    nlo, nhi, nnn, clo, chi, ncp = _stats(ds, 1)
+    _fill_top2(ds, head, nxt, 0, 0, nlo, nhi, nnn, clo, chi)
+    assert nlo[0, :, 0].tolist() == [1, 1, 3] and nhi[0, :, 0].tolist() == [9, 9, 2]
+    assert not _pop_needs_rescan(ds, 0, 0, nlo, nhi, nnn, clo, chi)  # one of three 1s
+    assert nlo[0, :, 0].tolist() == [1, 1, 2] and nhi[0, :, 0].tolist() == [9, 9, 2]
+    six = 6  # one of the two 9s: the runner-up would be needed
+    assert _pop_needs_rescan(ds, 0, six, nlo, nhi, nnn, clo, chi)
+
+
+@SETTINGS
+@given(st.data())
+def test_incremental_statistics_match_a_fresh_fill(draw):
+    """Random exchanges between two clusters with many ties (few leaves, few values, NULLs):
+    after each ``_update`` the statistics (two extremes, holder counts, NULL counts) and the NCP
+    equal a fresh fill and NCP from scratch."""
+    rng = np.random.default_rng(draw.draw(st.integers(0, 10_000)))
+    n = draw.draw(st.integers(4, 16))
+    dn = draw.draw(st.integers(0, 2))
+    data = naive.random_qidata(rng, n, dn, draw.draw(st.integers(0 if dn else 1, 2)),
+                               max_leaves=3, null_frac=0.2, max_value=3)
+    ds = build_ncp_data(data)
+    lab = np.arange(n, dtype=np.int64) % 2
+    head, nxt, prv, size = _lists(lab, 2)
+    nlo, nhi, nnn, clo, chi, ncp = _stats(ds, 2)
+    for c in range(2):
+        _fill_top2(ds, head, nxt, c, c, nlo, nhi, nnn, clo, chi)
+    for _ in range(draw.draw(st.integers(1, 12))):
+        r = int(rng.integers(n))
+        a = lab[r]
+        if size[a] <= 1:
+            continue
+        b = 1 - a
+        _unlink(head, nxt, prv, a, r)
+        _link(head, nxt, prv, b, r)
+        lab[r] = b
+        size[a] -= 1
+        size[b] += 1
+        _update(ds, head, nxt, a, r, -1, nlo, nhi, nnn, clo, chi, ncp)
+        _update(ds, head, nxt, b, -1, r, nlo, nhi, nnn, clo, chi, ncp)
+        fresh = _stats(ds, 2)
+        for c in range(2):
+            _fill_top2(ds, head, nxt, c, c, *fresh[:5])
+            for got, want in zip((nlo, nhi, nnn, clo, chi), fresh[:5]):
+                assert np.array_equal(got[c], want[c])
+            assert ncp[c] == pytest.approx(naive.naive_ncp(data, np.flatnonzero(lab == c)),
+                                           abs=1e-12)
+    assert cluster_ncps(ds, lab, 2) == pytest.approx(ncp, abs=1e-12)
+
+
+@pytest.mark.parametrize("k", [2, 5])
+def test_star_maker_fresh_and_reborn_stars(k):
+    """Stars of kab on 2,500 rows (Mondrian blocks in use): k-anonymous with classes of k..2k-1,
+    the same for the same seed; a reborn star keeps every black-hole cluster it does not redo
+    and redoes at least the share asked for."""
+    data = naive.random_qidata(np.random.default_rng(k), 2500, 2, 2, max_leaves=8, max_value=60)
+    ds = build_ncp_data(data)
+    maker = StarMaker(data, ds, k)
+    star, C = dense_labels(maker.fresh(np.random.default_rng(1)))
+    assert np.array_equal(star, dense_labels(maker.fresh(np.random.default_rng(1)))[0])
+    sizes = np.bincount(star)
+    assert sizes.min() >= k and sizes.max() <= 2 * k - 1
+    naive.check_truthful(data, star, k)
+    reborn, _ = dense_labels(maker.reborn(star, C, 0.3, np.random.default_rng(2)))
+    sizes = np.bincount(reborn)
+    assert sizes.min() >= k and sizes.max() <= 2 * k - 1
+    kept = ~differing_clusters(star, C, reborn, int(reborn.max()) + 1)
+    assert kept.any() and not kept.all()
+    assert np.isin(star, np.flatnonzero(kept)).sum() <= 0.7 * data.n  # >= 30 % redone
+    assert maker.reborn(star, C, 0.0, np.random.default_rng(2)).tolist() == star.tolist()
+
+
 @SETTINGS
 @given(st.data())
 def test_ncp_exchanged_matches_brute_force(draw):
@@ -199,9 +321,9 @@ def test_ncp_exchanged_matches_brute_force(draw):
     lab[0], lab[1] = 0, 1
     head, nxt, _prv, _size = _lists(lab, 2)
     dn, dc = data.dn, data.dc
-    nlo, nhi = np.empty((1, 2, dn)), np.empty((1, 2, dn))
+    nlo, nhi = np.empty((1, 3, dn)), np.empty((1, 3, dn))
     nnn = np.empty((1, dn), np.int64)
-    clo, chi = np.empty((1, 2, dc), np.int32), np.empty((1, 2, dc), np.int32)
+    clo, chi = np.empty((1, 3, dc), np.int32), np.empty((1, 3, dc), np.int32)
     _fill_top2(ds, head, nxt, 0, 0, nlo, nhi, nnn, clo, chi)
     members = list(np.flatnonzero(lab == 0))
     for x in [-1] + members:
@@ -338,6 +460,8 @@ def test_kab_run_record_counts_the_search():
         assert sum(t["distance"] < t["radius"] for t in dists) == d["swallowed"]
         assert d["best_initial_fitness"] == min(d["initial_fitness"])
         assert d["best_fitness"] <= d["best_initial_fitness"]
+        lo, hi = _blackhole.REBIRTH_SHARE  # replacements are reborn near the black hole
+        assert all(lo <= t["reborn_share"] <= hi for t in d["trace"] if t.get("replaced"))
         gcp = con.sql("SELECT gcp('o')").fetchall()[0][0]
         assert d["best_fitness"] == pytest.approx(gcp / 2)  # fitness = GCP / 2 (eq. 4 with d QIs)
     finally:

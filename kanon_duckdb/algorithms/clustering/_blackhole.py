@@ -10,25 +10,32 @@ never beat a k-anonymous one). Every star is repaired to k-anonymity, so privacy
 
 The black hole (BH) is the best star. Eq. 10, ``X_i(t+1) = X_i(t) + rand·(X_BH - X_i(t))``, is not
 arithmetic that means anything on cluster ids, so a star moves by this discrete analogue, a local
-search step guided by the BH (``_exchange.exchange_toward``):
+search step guided by the BH (``_exchange.exchange_worst``):
 
 1. draw ``rand`` ~ U[0, 1] once per star and iteration (the scalar of eq. 10, the step length):
-   the star's ceil(rand·C) worst clusters (highest NCP) try to move toward the BH, worst first;
+   X_BH - X_i is read as the star's clusters that are not also BH clusters (m of them), and its
+   ceil(rand·m) worst (highest NCP) try to move toward the BH, worst first;
 2. each record r of a tried cluster A looks at the star clusters holding r's BH-mates (the other
    records of r's BH cluster; up to MAX_CANDIDATES clusters, most mates first) and tries moving
    there: alone (relocation) or in exchange for one of their records (swap);
 3. the best try is kept when it lowers the star's total IL, i.e. its fitness (exact incremental
    cost, O(d) per try); classes stay in [k, max_size] (kab: 2k-1, the paper's C_avg ≈ 1; bha: no
-   limit). rand = 0 leaves the star as it was. The stars' moves of one iteration are independent
-   (all toward the same BH) and run concurrently.
+   limit). rand = 0 leaves the star as it was. A move stops early after PATIENCE tried clusters
+   in a row without a kept try (the rest of the star is settled against this BH; a bound on the
+   work, not in the paper). The stars' moves of one iteration are independent (all toward the
+   same BH) and run concurrently.
 
 Event horizon (eq. 11): R = fitness(BH) / sum_i fitness(X_i), the sum over the N stars other than
 the BH (eq. 10 moves i = 1..N, so the BH is not among them). The distance between a star and the BH
 is the share of records outside their matched overlap (``match_clusters``: BH clusters paired
 one-to-one with star clusters by decreasing overlap; 0 = same clustering up to renaming). A star
-closer than R is swallowed: the BH takes it in (the move of step 2-3 with the roles reversed: the
-BH moves toward the star, keeping only what lowers its fitness), and a new star from the
-initializer replaces it (``kab``: a new k-member star; ``bha``: a new random clustering).
+closer than R is swallowed: the BH takes it in (the move of step 2-3 with the roles reversed over
+every BH cluster that is not also a cluster of the star, keeping only what lowers the BH's
+fitness), and a new star replaces it. ``bha`` and ``kab`` with ``init := 'algorithm1'``: a new
+star from the initializer (the paper). ``kab`` (default): a star *reborn* near the BH, the BH with
+a share drawn in REBIRTH_SHARE of its clusters re-clustered (``kab_stars.StarMaker.reborn``): a
+deviation that costs that share of a star instead of a whole one (about 20 stars per run made
+KAB slower than k-member) and that makes each swallow a large-neighbourhood step of the BH.
 
 A star that reaches a better fitness than the BH becomes the BH (Fig. 3 step 4); the BH is thus the
 best solution ever seen, and the result is never worse than the best initial star.
@@ -38,7 +45,7 @@ final one, the number of star moves, how many of them improved their star, the r
 kept, the swallowed stars and how many of those swallows improved the BH, and a trace: per move
 (rand, clusters tried, relocations, swaps, fitness before and after), per star and iteration its
 distance to the BH and the radius, per swallow the BH's fitness before and after, per
-replacement the new star's fitness.
+replacement the new star's fitness (and, for a reborn star, the share of the BH redone).
 
 Randomness comes from one ``numpy.random.Generator`` seeded by the run's seed; kernels receive the
 random draws as arrays, so a seed fixes the result.
@@ -57,11 +64,16 @@ from ...qidata import QIData
 from ..base import Partition
 from ...privacy._kernels import classes_ok
 from ._closing import packed_of
-from ._exchange import cluster_ncps, exchange_toward
+from ._exchange import exchange_worst
 from ._ncp import build_ncp_data, partition_il
 
 # candidate destination clusters per record in a move (star clusters of its black-hole mates)
 MAX_CANDIDATES = 8
+# share of the black hole's rows redone in a star reborn after a swallow (uniform in this range)
+REBIRTH_SHARE = (0.05, 0.3)
+# a move stops after this many tried clusters in a row gave no exchange (the rest is settled)
+PATIENCE = 64
+_ALL = np.zeros(0, dtype=np.bool_)  # ``among`` of exchange_worst: every cluster may be tried
 
 
 @njit
@@ -188,28 +200,46 @@ def _in_parallel(jobs, progress_each, progress):
             pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _worst_first(ds, lab, C, share):
-    """The ceil(share·C) clusters of ``lab`` with the highest NCP, worst first (int64)."""
-    ncp = cluster_ncps(ds, lab, C)
-    order = np.argsort(-ncp, kind="mergesort").astype(np.int64)
-    return order[:min(C, int(np.ceil(share * C)))]
-
-
 def distance(a, ca, b, cb) -> float:
     """Share of records outside the matched overlap of two clusterings (0 = same up to renaming)."""
     _, overlap = match_clusters(a, ca, b, cb)
     return 1.0 - overlap / a.shape[0]
 
 
+@njit
+def differing_clusters(a, ca, b, cb):
+    """Clusters of ``a`` (labels 0..ca-1) that are not also a cluster of ``b`` (same records),
+    as a bool mask (ca,). O(n)."""
+    n = a.shape[0]
+    lab = np.full(ca, -1, dtype=np.int64)
+    size_b = np.zeros(cb, dtype=np.int64)
+    size_a = np.zeros(ca, dtype=np.int64)
+    out = np.zeros(ca, dtype=np.bool_)
+    for i in range(n):
+        size_b[b[i]] += 1
+        size_a[a[i]] += 1
+        if lab[a[i]] < 0:
+            lab[a[i]] = b[i]
+        elif lab[a[i]] != b[i]:
+            out[a[i]] = True
+    for c in range(ca):
+        if lab[c] >= 0 and size_b[lab[c]] != size_a[c]:
+            out[c] = True
+    return out
+
+
 def black_hole_search(ds, n, d, k, rng, init_star, n_stars, iterations, max_size, progress,
-                      models=None):
+                      models=None, reborn=None):
     """Run the black-hole search; returns (best labels, info dict).
 
-    init_star(rng, should_stop) -> int64 labels of a new k-anonymous star (initial stars and
-    the replacements of swallowed ones); it should poll ``should_stop()`` between chunks of work
-    and raise :class:`Stopped` when it returns True. max_size: the largest class a move may
-    create (kab 2k-1, bha n). models: (P, scr_cols, M) of ``_closing.packed_of``: a star with a
-    class violating a privacy model loses to every star without one (fitness).
+    init_star(rng, should_stop) -> int64 labels of a new k-anonymous star (the initial stars, and
+    the replacements of swallowed ones when ``reborn`` is None); it should poll ``should_stop()``
+    between chunks of work and raise :class:`Stopped` when it returns True.
+    reborn(bh, n_bh, share, rng) -> int64 labels: the replacement of a swallowed star, a star
+    born near the black hole ``bh`` with about ``share`` (drawn in REBIRTH_SHARE) of it redone.
+    max_size: the largest class a move may create (kab 2k-1, bha n). models: (P, scr_cols, M) of
+    ``_closing.packed_of``: a star with a class violating a privacy model loses to every star
+    without one (fitness).
     """
     n_stars = max(int(n_stars), 1)
     iterations = max(int(iterations), 0)
@@ -229,9 +259,14 @@ def black_hole_search(ds, n, d, k, rng, init_star, n_stars, iterations, max_size
     def new_star(sd):
         return lambda ss: dense_labels(init_star(np.random.default_rng(sd), ss))
 
-    def move(s, guide, tried):
-        return lambda _ss: exchange_toward(ds, stars[s], counts[s], stars[guide], counts[guide],
-                                           tried, int(k), int(max_size), MAX_CANDIDATES)
+    def reborn_star(sd, share):
+        hole, n_hole = stars[bh].copy(), counts[bh]
+        return lambda _ss: dense_labels(reborn(hole, n_hole, share, np.random.default_rng(sd)))
+
+    def move(s, guide, share, among=_ALL, patience=0):
+        return lambda _ss: exchange_worst(ds, stars[s], counts[s], stars[guide], counts[guide],
+                                          float(share), among, int(k), int(max_size),
+                                          MAX_CANDIDATES, patience)
 
     made = _in_parallel([new_star(sd) for sd in seeds(n_stars)], tick, progress)
     stars = [lab for lab, _ in made]
@@ -246,16 +281,17 @@ def black_hole_search(ds, n, d, k, rng, init_star, n_stars, iterations, max_size
         # eq. 10: every star moves toward the black hole (independent moves, run concurrently)
         movers = [s for s in range(n_stars) if s != bh]
         rands = [float(rng.random()) for _ in movers]
-        tried = [_worst_first(ds, stars[s], counts[s], r) for s, r in zip(movers, rands)]
         before = [fits[s] for s in movers]
-        moved = _in_parallel([move(s, bh, t) for s, t in zip(movers, tried)], tick, progress)
-        for s, rand, t, b, (rel, sw) in zip(movers, rands, tried, before, moved):
+        moved = _in_parallel([move(s, bh, r, differing_clusters(stars[s], counts[s], stars[bh],
+                                                                counts[bh]), PATIENCE)
+                              for s, r in zip(movers, rands)], tick, progress)
+        for s, rand, b, (rel, sw, tried) in zip(movers, rands, before, moved):
             fits[s] = fit(s)
             n_moves += 1
             n_record_moves += int(rel + sw)
             n_improved += int(fits[s] < b)
             trace.append({"iteration": it, "star": s, "rand": round(rand, 4),
-                          "clusters_tried": int(t.size), "relocations": int(rel),
+                          "clusters_tried": int(tried), "relocations": int(rel),
                           "swaps": int(sw), "fitness_before": float(b),
                           "fitness_after": float(fits[s])})
             if fits[s] < fits[bh]:  # the star becomes the black hole (and vice versa)
@@ -276,21 +312,31 @@ def black_hole_search(ds, n, d, k, rng, init_star, n_stars, iterations, max_size
         for s, dist in swallowed:
             # the black hole swallows the star: it takes in what of the star lowers its fitness
             bh_before = fits[bh]
-            rel, sw = move(bh, s, _worst_first(ds, stars[bh], counts[bh], 1.0))(None)
+            rel, sw, _ = move(bh, s, 1.0, differing_clusters(stars[bh], counts[bh], stars[s],
+                                                              counts[s]))(None)
             fits[bh] = fit(bh)
             n_absorbed += int(fits[bh] < bh_before)
             trace.append({"iteration": it, "star": s, "swallowed": True,
                           "black_hole_before": float(bh_before),
                           "black_hole_after": float(fits[bh]), "absorbed_moves": int(rel + sw)})
         if swallowed:
-            fresh = _in_parallel([new_star(sd) for sd in seeds(len(swallowed))],
-                                 lambda: None, progress)
-            for (s, _), (lab, C) in zip(swallowed, fresh):
+            sds = seeds(len(swallowed))
+            if reborn is None:
+                shares = [None] * len(swallowed)
+                jobs = [new_star(sd) for sd in sds]
+            else:
+                shares = [float(rng.uniform(*REBIRTH_SHARE)) for _ in swallowed]
+                jobs = [reborn_star(sd, sh) for sd, sh in zip(sds, shares)]
+            fresh = _in_parallel(jobs, lambda: None, progress)
+            for (s, _), (lab, C), share in zip(swallowed, fresh, shares):
                 stars[s], counts[s] = lab, C
                 fits[s] = fit(s)
                 n_swallowed += 1
-                trace.append({"iteration": it, "star": s, "replaced": True,
-                              "new_fitness": float(fits[s])})
+                event = {"iteration": it, "star": s, "replaced": True,
+                         "new_fitness": float(fits[s])}
+                if share is not None:
+                    event["reborn_share"] = round(share, 4)
+                trace.append(event)
             for s, _ in swallowed:
                 if fits[s] < fits[bh]:
                     bh = s
@@ -318,18 +364,17 @@ def black_hole_search(ds, n, d, k, rng, init_star, n_stars, iterations, max_size
     return stars[bh], info
 
 
-def run_black_hole(data: QIData, k: int, seed: int, params: dict, progress, init_star,
+def run_black_hole(data: QIData, k: int, seed: int, params: dict, progress, make_stars,
                    max_size: int, initializer: str) -> Partition:
-    """The ``run`` of kab and bha: black_hole_search over stars made by
-    ``init_star(data, ds, k, rng, should_stop)``; ``initializer`` is recorded in the info."""
+    """The ``run`` of kab and bha: black_hole_search over the stars of
+    ``make_stars(data, ds, k) -> (init_star, reborn)`` (``black_hole_search``'s arguments);
+    ``initializer`` is recorded in the info."""
     ds = build_ncp_data(data)
     n, d = data.n, data.dn + data.dc
     rng = np.random.default_rng(seed)
-
-    def make_star(r, should_stop):
-        return init_star(data, ds, k, r, should_stop)
-
-    lab, info = black_hole_search(ds, n, d, k, rng, make_star, params["stars"],
-                                  params["iterations"], max_size, progress, packed_of(data))
+    init_star, reborn = make_stars(data, ds, k)
+    lab, info = black_hole_search(ds, n, d, k, rng, init_star, params["stars"],
+                                  params["iterations"], max_size, progress, packed_of(data),
+                                  reborn)
     info["initializer"] = initializer
     return Partition(ec=lab.astype(np.int64), info=info)

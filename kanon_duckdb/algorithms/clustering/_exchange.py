@@ -4,19 +4,30 @@ The solution-space move of the black-hole search (``_blackhole``): a star (a k-a
 clustering, int64 labels) moves toward the black hole (another clustering, the *guide*) by
 exchanging records between its own clusters:
 
-- for a record r of a tried star cluster A, the candidate destinations are the star clusters that
-  hold r's guide-mates (the other records of r's cluster in the guide; the first 4k + 64 of them
-  in record order when the guide's cluster is larger, as bha's random ones can be): the
-  ``max_cand`` of them holding the most mates (ties: the one holding the smallest-id mate first);
+- the records of each tried star cluster A are taken grouped by guide cluster (record order
+  inside a group); for a record r, the candidate destinations are the star clusters that hold r's
+  guide-mates (the other records of r's cluster in the guide; the first 4k + 64 of them in record
+  order when the guide's cluster is larger, as bha's random ones can be): the ``max_cand`` of them
+  holding the most mates (ties: the one holding the smallest-id mate first). Records of one guide
+  cluster share that list until an exchange changes the labels;
 - *relocation*: r moves to D (allowed when |A| > k and |D| < max_size);
-- *swap*: r moves to D and one record x of D moves to A (sizes unchanged; the best x of D);
+- *swap*: r moves to D and one record x of D moves to A (sizes unchanged; the best x among the
+  first 4k + 64 members of D, i.e. all of them when |D| <= 2k-1 as in kab);
 - the best of these by exact change of the star's total IL (sum over classes |e|·NCP(e)) is
   applied when it lowers the IL by more than a relative 1e-12; otherwise r stays.
 
-Costs are exact and incremental: per cluster, the two smallest and two largest values of every
-numeric QI, the NULL count and the two smallest / largest leaf ordinals of every categorical QI
-(the LCA of a set of leaves is the LCA of its smallest and largest ordinal) give NCP(e - x + r)
-in O(d) for any x in e and any r. A tried record costs O(d · sum of its candidates' sizes).
+``exchange_worst`` picks the tried clusters itself: the ceil(share·m) clusters of highest NCP
+among m allowed ones, worst first, and may stop after ``patience`` tried clusters in a row
+without an applied exchange.
+
+Costs are exact and incremental: per cluster, the two smallest and two largest values (with
+multiplicity) of every numeric QI and how many members hold the smallest / largest, the NULL
+count, and the same for the leaf ordinals of every categorical QI (the LCA of a set of leaves is
+the LCA of its smallest and largest ordinal) give NCP(e - x + r) in O(d) for any x in e and any
+r. Removing a member is O(d) unless it holds an extreme held by at most two members (or the
+runner-up of one held once); then the cluster's statistics are recomputed, O(|e| d). The counts
+keep that rare when many rows tie on a leaf (bha's large random classes: 6.0 s -> 1.7 s CPU at
+k = 40 on Adult). A tried record costs O(d · sum of its candidates' sizes), capped as above.
 Class sizes stay in [k, max_size] when they start there (relocations only leave classes > k
 and enter classes < max_size; swaps keep sizes). The star's IL never increases.
 """
@@ -30,22 +41,32 @@ _INT32_MAX = np.iinfo(np.int32).max
 
 @njit
 def _lower(a, slot, j, v):
-    """Insert v into the two smallest values a[slot, 0, j] <= a[slot, 1, j]."""
+    """Insert v into the two smallest values a[slot, 0, j] <= a[slot, 1, j] (with multiplicity)
+    and a[slot, 2, j], the number of members holding the smallest."""
     if v < a[slot, 0, j]:
         a[slot, 1, j] = a[slot, 0, j]
         a[slot, 0, j] = v
-    elif v < a[slot, 1, j]:
-        a[slot, 1, j] = v
+        a[slot, 2, j] = 1
+    else:
+        if v == a[slot, 0, j]:
+            a[slot, 2, j] += 1
+        if v < a[slot, 1, j]:
+            a[slot, 1, j] = v
 
 
 @njit
 def _higher(a, slot, j, v):
-    """Insert v into the two largest values a[slot, 0, j] >= a[slot, 1, j]."""
+    """Insert v into the two largest values a[slot, 0, j] >= a[slot, 1, j] (with multiplicity)
+    and a[slot, 2, j], the number of members holding the largest."""
     if v > a[slot, 0, j]:
         a[slot, 1, j] = a[slot, 0, j]
         a[slot, 0, j] = v
-    elif v > a[slot, 1, j]:
-        a[slot, 1, j] = v
+        a[slot, 2, j] = 1
+    else:
+        if v == a[slot, 0, j]:
+            a[slot, 2, j] += 1
+        if v > a[slot, 1, j]:
+            a[slot, 1, j] = v
 
 
 @njit
@@ -63,22 +84,45 @@ def _push(ds, slot, r, nlo, nhi, nnn, clo, chi):
 
 
 @njit
+def _end_kept(a, slot, j, v):
+    """False when removing a member of value v would leave the two extreme values of
+    a[slot, :, j] unknown: v is the extreme held by at most two members (the second one would
+    be needed), or v is the runner-up of an extreme held once."""
+    if v == a[slot, 0, j]:
+        return a[slot, 2, j] >= 3
+    return v != a[slot, 1, j]
+
+
+@njit
 def _pop_needs_rescan(ds, slot, r, nlo, nhi, nnn, clo, chi):
-    """Remove record r from the statistics in ``slot`` when that is possible in O(d) (r holds
-    none of the two smallest / largest values: only its NULLs are uncounted) and return False;
-    return True (statistics untouched) when they must be recomputed from the members."""
+    """Remove record r from the statistics in ``slot`` when that is possible in O(d) and return
+    False; return True (statistics untouched) when they must be recomputed from the members:
+    r holds an extreme value that at most two members hold, or the runner-up of one held once.
+    (Many rows tie on a categorical leaf: removing one of them is O(d) here.)"""
     for j in range(ds.num.shape[1]):
         if not ds.num_null[r, j]:
             v = ds.num[r, j]
-            if v <= nlo[slot, 1, j] or v >= nhi[slot, 1, j]:
+            if not (_end_kept(nlo, slot, j, v) and _end_kept(nhi, slot, j, v)):
                 return True
     for j in range(ds.cat.shape[1]):
         v = ds.cat[r, j]
-        if v <= clo[slot, 1, j] or v >= chi[slot, 1, j]:
+        if not (_end_kept(clo, slot, j, v) and _end_kept(chi, slot, j, v)):
             return True
     for j in range(ds.num.shape[1]):
         if ds.num_null[r, j]:
             nnn[slot, j] -= 1
+        else:
+            v = ds.num[r, j]
+            if v == nlo[slot, 0, j]:
+                nlo[slot, 2, j] -= 1
+            if v == nhi[slot, 0, j]:
+                nhi[slot, 2, j] -= 1
+    for j in range(ds.cat.shape[1]):
+        v = ds.cat[r, j]
+        if v == clo[slot, 0, j]:
+            clo[slot, 2, j] -= 1
+        if v == chi[slot, 0, j]:
+            chi[slot, 2, j] -= 1
     return False
 
 
@@ -88,18 +132,70 @@ def _fill_top2(ds, head, nxt, c, slot, nlo, nhi, nnn, clo, chi):
     for j in range(ds.num.shape[1]):
         nlo[slot, 0, j] = np.inf
         nlo[slot, 1, j] = np.inf
+        nlo[slot, 2, j] = 0
         nhi[slot, 0, j] = -np.inf
         nhi[slot, 1, j] = -np.inf
+        nhi[slot, 2, j] = 0
         nnn[slot, j] = 0
     for j in range(ds.cat.shape[1]):
         clo[slot, 0, j] = _INT32_MAX
         clo[slot, 1, j] = _INT32_MAX
+        clo[slot, 2, j] = 0
         chi[slot, 0, j] = -1
         chi[slot, 1, j] = -1
+        chi[slot, 2, j] = 0
     r = head[c]
     while r >= 0:
         _push(ds, slot, r, nlo, nhi, nnn, clo, chi)
         r = nxt[r]
+
+
+@njit
+def _fill_all(ds, lab, C, nlo, nhi, nnn, clo, chi, ncp):
+    """Top-2 statistics and NCP of every cluster of labels 0..C-1 (empty ones: NCP 0), in one
+    pass over the records in order (sequential reads of the data). O(n d)."""
+    for c in range(C):
+        for j in range(ds.num.shape[1]):
+            for q in range(2):
+                nlo[c, q, j] = np.inf
+                nhi[c, q, j] = -np.inf
+            nlo[c, 2, j] = 0
+            nhi[c, 2, j] = 0
+            nnn[c, j] = 0
+        for j in range(ds.cat.shape[1]):
+            for q in range(2):
+                clo[c, q, j] = _INT32_MAX
+                chi[c, q, j] = -1
+            clo[c, 2, j] = 0
+            chi[c, 2, j] = 0
+    seen = np.zeros(C, dtype=np.bool_)
+    for r in range(lab.shape[0]):
+        _push(ds, lab[r], r, nlo, nhi, nnn, clo, chi)
+        seen[lab[r]] = True
+    for c in range(C):
+        ncp[c] = _ncp_exchanged(ds, c, -1, -1, nlo, nhi, nnn, clo, chi) if seen[c] else 0.0
+
+
+@njit
+def _may_change(ds, slot, y, nlo, nhi, nnn, clo, chi):
+    """False when removing member y leaves the cluster in ``slot`` with the same ranges and NULL
+    status (y holds no extreme value that only it holds, and is not its only NULL), so that
+    NCP(e - y + r) = NCP(e + r) for every r (the same arithmetic in ``_ncp_exchanged``). O(d)."""
+    for j in range(ds.num.shape[1]):
+        if ds.num_null[y, j]:
+            if nnn[slot, j] == 1:
+                return True
+        else:
+            v = ds.num[y, j]
+            if (v == nlo[slot, 0, j] and nlo[slot, 1, j] != v) \
+                    or (v == nhi[slot, 0, j] and nhi[slot, 1, j] != v):
+                return True
+    for j in range(ds.cat.shape[1]):
+        v = ds.cat[y, j]
+        if (v == clo[slot, 0, j] and clo[slot, 1, j] != v) \
+                or (v == chi[slot, 0, j] and chi[slot, 1, j] != v):
+            return True
+    return False
 
 
 @njit
@@ -191,22 +287,21 @@ def _lists(lab, C):
 
 
 @njit
-def cluster_ncps(ds, lab, C):
-    """NCP of every cluster of labels 0..C-1 (float64 (C,)), by the top-2 statistics. O(n d)."""
-    head, nxt, _prv, _size = _lists(lab, C)
+def _stats(ds, C):
+    """Empty top-2 statistics arrays (nlo, nhi, nnn, clo, chi) and NCPs for C clusters."""
     dn = ds.num.shape[1]
     dc = ds.cat.shape[1]
-    nlo = np.empty((1, 2, dn))
-    nhi = np.empty((1, 2, dn))
-    nnn = np.empty((1, dn), dtype=np.int64)
-    clo = np.empty((1, 2, dc), dtype=np.int32)
-    chi = np.empty((1, 2, dc), dtype=np.int32)
-    out = np.zeros(C)
-    for c in range(C):
-        if head[c] >= 0:
-            _fill_top2(ds, head, nxt, c, 0, nlo, nhi, nnn, clo, chi)
-            out[c] = _ncp_exchanged(ds, 0, -1, -1, nlo, nhi, nnn, clo, chi)
-    return out
+    return (np.empty((C, 3, dn)), np.empty((C, 3, dn)), np.empty((C, dn), dtype=np.int64),
+            np.empty((C, 3, dc), dtype=np.int32), np.empty((C, 3, dc), dtype=np.int32),
+            np.zeros(C))
+
+
+@njit
+def cluster_ncps(ds, lab, C):
+    """NCP of every cluster of labels 0..C-1 (float64 (C,)), by the top-2 statistics. O(n d)."""
+    nlo, nhi, nnn, clo, chi, ncp = _stats(ds, C)
+    _fill_all(ds, lab, C, nlo, nhi, nnn, clo, chi, ncp)
+    return ncp
 
 
 @njit
@@ -236,9 +331,47 @@ def exchange_toward(ds, lab, C, guide, n_guide, tried, k, max_size, max_cand):
     guide    int64 (n,) IN labels 0..n_guide-1 of the guiding clustering (the black hole)
     tried    int64 (m,) IN the clusters of ``lab`` whose records try to move, in this order
     Returns (relocations, swaps) applied. Cost O(n d) plus, per tried record, O(d) per candidate
-    cluster and O(d · |D|) for a candidate D whose swaps are not ruled out by the bound
-    ``_core_with``.
+    cluster and O(d · min(|D|, 4k + 64)) for a candidate D whose swaps are not ruled out by the
+    bound ``_core_with``.
     """
+    nlo, nhi, nnn, clo, chi, ncp = _stats(ds, C)
+    _fill_all(ds, lab, C, nlo, nhi, nnn, clo, chi, ncp)
+    rel, sw, _ = _exchange(ds, lab, C, guide, n_guide, tried, k, max_size, max_cand, 0,
+                           nlo, nhi, nnn, clo, chi, ncp)
+    return rel, sw
+
+
+@njit
+def exchange_worst(ds, lab, C, guide, n_guide, share, among, k, max_size, max_cand, patience):
+    """``exchange_toward`` with tried = the ceil(share·m) clusters of highest NCP, worst first
+    (ties: lower id), among the m clusters where the bool mask ``among`` (C,) is True (length 0:
+    all C clusters). The move stops early after ``patience`` tried clusters in a row without an
+    applied exchange (0: never). Returns (relocations, swaps, clusters tried).
+    O(n d + C log C) plus the move.
+    """
+    nlo, nhi, nnn, clo, chi, ncp = _stats(ds, C)
+    _fill_all(ds, lab, C, nlo, nhi, nnn, clo, chi, ncp)
+    order = np.argsort(-ncp, kind="mergesort")
+    pool = C if among.shape[0] == 0 else int(among.sum())
+    want = min(pool, int(np.ceil(share * pool)))
+    tried = np.empty(want, dtype=np.int64)
+    m = 0
+    for i in range(C):
+        if m == want:
+            break
+        if among.shape[0] == 0 or among[order[i]]:
+            tried[m] = order[i]
+            m += 1
+    return _exchange(ds, lab, C, guide, n_guide, tried[:m], k, max_size, max_cand, patience,
+                     nlo, nhi, nnn, clo, chi, ncp)
+
+
+@njit
+def _exchange(ds, lab, C, guide, n_guide, tried, k, max_size, max_cand, patience, nlo, nhi, nnn,
+              clo, chi, ncp):
+    """The move of ``exchange_toward`` from the statistics of every cluster (``_fill_all``);
+    stops after ``patience`` (> 0) tried clusters in a row without an applied exchange.
+    Returns (relocations, swaps, clusters tried)."""
     n = lab.shape[0]
     max_mates = 4 * k + 64  # guide-mates read per record (all of them in a class of <= 2k-1)
     head, nxt, prv, size = _lists(lab, C)
@@ -247,18 +380,6 @@ def exchange_toward(ds, lab, C, guide, n_guide, tried, k, max_size, max_cand):
     for i in range(n - 1, -1, -1):
         gnxt[i] = ghead[guide[i]]
         ghead[guide[i]] = i
-    dn = ds.num.shape[1]
-    dc = ds.cat.shape[1]
-    nlo = np.empty((C, 2, dn))
-    nhi = np.empty((C, 2, dn))
-    nnn = np.empty((C, dn), dtype=np.int64)
-    clo = np.empty((C, 2, dc), dtype=np.int32)
-    chi = np.empty((C, 2, dc), dtype=np.int32)
-    ncp = np.zeros(C)
-    for c in range(C):
-        if head[c] >= 0:
-            _fill_top2(ds, head, nxt, c, c, nlo, nhi, nnn, clo, chi)
-            ncp[c] = _ncp_exchanged(ds, c, -1, -1, nlo, nhi, nnn, clo, chi)
     members = np.empty(n, dtype=np.int64)
     gmax = 0
     for g in range(n_guide):
@@ -272,7 +393,13 @@ def exchange_toward(ds, lab, C, guide, n_guide, tried, k, max_size, max_cand):
     cnt = np.empty(gmax + 1, dtype=np.int64)
     relocations = 0
     swaps = 0
+    idle = 0
+    done = 0
     for t in range(tried.shape[0]):
+        if patience > 0 and idle >= patience:
+            break
+        done += 1
+        applied = relocations + swaps
         A = tried[t]
         m = 0
         r = head[A]
@@ -280,31 +407,39 @@ def exchange_toward(ds, lab, C, guide, n_guide, tried, k, max_size, max_cand):
             members[m] = r
             m += 1
             r = nxt[r]
+        # A's records grouped by guide cluster (record order inside a group): records of one
+        # guide cluster share their candidate list until a move changes the labels
+        by_guide = members[:m][np.argsort(guide[members[:m]], kind="mergesort")]
+        listed = -1  # guide cluster whose candidates are in cand[:n_all] (-1: none, or stale)
+        n_all = 0
         for i in range(m):
-            r = members[i]
+            r = by_guide[i]
             if lab[r] != A:
                 continue
-            # distinct star clusters of r's guide-mates, most mates first (ties: first seen)
-            nc = 0
-            seen = 0
-            x = ghead[guide[r]]
-            while x >= 0 and seen < max_mates:
-                seen += 1
-                d = lab[x]
-                if d != A:
-                    q = 0
-                    while q < nc and cand[q] != d:
-                        q += 1
-                    if q == nc:
-                        cand[nc] = d
-                        cnt[nc] = 0
-                        nc += 1
-                    cnt[q] += 1
-                    while q > 0 and cnt[q] > cnt[q - 1]:
-                        cand[q], cand[q - 1] = cand[q - 1], cand[q]
-                        cnt[q], cnt[q - 1] = cnt[q - 1], cnt[q]
-                        q -= 1
-                x = gnxt[x]
+            if guide[r] != listed:
+                # distinct star clusters of r's guide-mates, most mates first (ties: first seen)
+                n_all = 0
+                seen = 0
+                x = ghead[guide[r]]
+                while x >= 0 and seen < max_mates:
+                    seen += 1
+                    d = lab[x]
+                    if d != A:
+                        q = 0
+                        while q < n_all and cand[q] != d:
+                            q += 1
+                        if q == n_all:
+                            cand[n_all] = d
+                            cnt[n_all] = 0
+                            n_all += 1
+                        cnt[q] += 1
+                        while q > 0 and cnt[q] > cnt[q - 1]:
+                            cand[q], cand[q - 1] = cand[q - 1], cand[q]
+                            cnt[q], cnt[q - 1] = cnt[q - 1], cnt[q]
+                            q -= 1
+                    x = gnxt[x]
+                listed = guide[r]
+            nc = n_all
             if nc == 0:
                 continue
             nc = min(nc, max_cand)
@@ -320,10 +455,9 @@ def exchange_toward(ds, lab, C, guide, n_guide, tried, k, max_size, max_cand):
                 D = cand[q]
                 old = il_a + size[D] * ncp[D]
                 tol = -1e-12 * old
+                d_with = _ncp_exchanged(ds, D, -1, r, nlo, nhi, nnn, clo, chi)  # NCP(D + r)
                 if size[A] > k and size[D] < max_size:
-                    delta = (size[A] - 1) * a_without \
-                        + (size[D] + 1) * _ncp_exchanged(ds, D, -1, r, nlo, nhi, nnn, clo, chi) \
-                        - old
+                    delta = (size[A] - 1) * a_without + (size[D] + 1) * d_with - old
                     if delta < tol and delta < best:
                         best = delta
                         kind = 1
@@ -337,17 +471,26 @@ def exchange_toward(ds, lab, C, guide, n_guide, tried, k, max_size, max_cand):
                 if bound >= min(tol, best):
                     continue
                 y = head[D]
-                while y >= 0:
-                    delta = size[A] * _ncp_exchanged(ds, A, r, y, nlo, nhi, nnn, clo, chi) \
-                        + size[D] * _ncp_exchanged(ds, D, y, r, nlo, nhi, nnn, clo, chi) - old
-                    if delta < tol and delta < best:
-                        best = delta
-                        kind = 2
-                        best_d = D
-                        best_x = y
+                scanned = 0
+                while y >= 0 and scanned < max_mates:  # the first 4k + 64 members of D
+                    scanned += 1
+                    # D's part first: NCP(D + r) unless y holds an extreme of D; the swap is
+                    # skipped when even A - r (a lower bound of A - r + y) cannot make it win
+                    d_part = size[D] * (_ncp_exchanged(ds, D, y, r, nlo, nhi, nnn, clo, chi)
+                                        if _may_change(ds, D, y, nlo, nhi, nnn, clo, chi)
+                                        else d_with)
+                    if size[A] * a_without + d_part - old < min(tol, best):
+                        delta = size[A] * _ncp_exchanged(ds, A, r, y, nlo, nhi, nnn, clo, chi) \
+                            + d_part - old
+                        if delta < tol and delta < best:
+                            best = delta
+                            kind = 2
+                            best_d = D
+                            best_x = y
                     y = nxt[y]
             if kind == 0:
                 continue
+            listed = -1  # labels change: the next record lists its candidates afresh
             D = best_d
             _unlink(head, nxt, prv, A, r)
             _link(head, nxt, prv, D, r)
@@ -363,4 +506,5 @@ def exchange_toward(ds, lab, C, guide, n_guide, tried, k, max_size, max_cand):
                 swaps += 1
             _update(ds, head, nxt, A, r, best_x, nlo, nhi, nnn, clo, chi, ncp)
             _update(ds, head, nxt, D, best_x, r, nlo, nhi, nnn, clo, chi, ncp)
-    return relocations, swaps
+        idle = idle + 1 if relocations + swaps == applied else 0
+    return relocations, swaps, done

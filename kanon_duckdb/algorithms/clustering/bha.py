@@ -33,12 +33,12 @@ def random_clustering(n: int, k: int, rng: np.random.Generator) -> np.ndarray:
     return lab
 
 
-def _init_star(data, _ds, k, rng, _should_stop):
-    return random_clustering(data.n, k, rng)
+def _stars(data, _ds, k):
+    return (lambda rng, _should_stop: random_clustering(data.n, k, rng)), None
 
 
 def run(data: QIData, k: int, seed: int, params: dict, progress=no_progress) -> Partition:
-    return run_black_hole(data, k, seed, params, progress, _init_star, data.n,
+    return run_black_hole(data, k, seed, params, progress, _stars, data.n,
                           "random clustering (random number of clusters)")
 
 

@@ -4,17 +4,20 @@
 setting (§4.2), and ``init``.
 
 - Initial stars (``init := 'kmember'``, default): k-member clustering with random seeds (the
-  seeding of Wang, Liu, Gao's Table III; NCP cost) inside Mondrian blocks of a random size in
-  [STAR_BLOCK_ROWS, 2·STAR_BLOCK_ROWS] rows, one draw per star (``kmember_star``). A deviation:
-  the paper builds stars with its Algorithm 1 (Fig. 2) on the whole table, O(n²/k) per star,
-  which made three stars cost more than one k-member run and start 10-20 % worse. Blocks make a
-  star O(n · block_rows / k) and, with the random block size and seeds, different from the others.
+  seeding of Wang, Liu, Gao's Table III; NCP cost) inside the Mondrian blocks of a block size drawn
+  per star from ``kab_stars.BLOCK_SIZES`` (500-1000 rows), one numba call per star
+  (``kab_stars.StarMaker``). A deviation: the paper builds stars with its Algorithm 1 (Fig. 2) on
+  the whole table, O(n²/k) per star, which made three stars cost more than one k-member run and
+  start 10-20 % worse. Blocks make a star O(n · block_rows / k) and, with the random block size and
+  seeds, different from the others. A swallowed star is replaced by a star reborn near the black
+  hole (``_blackhole``; the share redone is drawn in ``_blackhole.REBIRTH_SHARE``).
 - ``init := 'algorithm1'``: the paper's Fig. 2 literally (``ncp_clustering``, ``kab_kernels``):
   floor(n/k) clusters, each a random unassigned record plus its k-1 nearest unassigned records
   by the NCP record distance (eq. 1-3); leftovers to the nearest seed.
 - Search: ``_blackhole.black_hole_search`` (fitness eq. 4-8, black hole = best star, the discrete
   eq.-10 move by record exchanges toward the black hole's clusters, event horizon eq. 11, a
-  swallowed star taken in by the black hole and replaced by a new star from the initializer).
+  swallowed star taken in by the black hole and replaced by a reborn star; with
+  ``init := 'algorithm1'`` by a new Algorithm-1 star, as in the paper).
   Moves never create a class above 2k-1 records, so sizes stay between k and 2k-1 as in the
   paper's C_avg ≈ 1.
 - Result: the black hole, i.e. the best star ever seen; its loss is never above the best initial
@@ -22,8 +25,8 @@ setting (§4.2), and ``init``.
   k-anonymous star), moves that improved a star, swallowed stars and a trace.
 
 Deterministic for a seed: all random draws come from ``numpy.random.default_rng(seed)``.
-Cost: a k-member star O(n · block_rows / k · d), an Algorithm-1 star O(n²/k · d); a move
-O(n d + tried records · d · candidate sizes).
+Cost: a k-member star O(n · block_rows / k · d), a reborn star that times its share, an
+Algorithm-1 star O(n²/k · d); a move O(n d + tried records · d · candidate sizes).
 """
 from __future__ import annotations
 
@@ -33,16 +36,13 @@ from ...params import declared
 from ...privacy.spec import no_models
 from ...qidata import QIData
 from ..base import Algorithm, Partition, no_progress
-from ..blocks import split_blocks
 from ._blackhole import Stopped, run_black_hole
 from ._closing import packed_of
 from .kab_kernels import assign_leftovers, ncp_clustering_chunk
-from .kmember import cluster_rows
+from .kab_stars import StarMaker
 
 # clusters formed per kernel call while building a star (progress / Ctrl-C granularity)
 _CHUNK_WORK = 20_000_000  # ~ pool records scanned per call
-# rows per Mondrian block of an initial k-member star (each star draws a size in [this, 2·this])
-STAR_BLOCK_ROWS = 500
 
 
 def ncp_clustering(ds, n: int, k: int, rng: np.random.Generator, progress=no_progress,
@@ -78,45 +78,20 @@ def ncp_clustering(ds, n: int, k: int, rng: np.random.Generator, progress=no_pro
     return labels
 
 
-def kmember_star(data: QIData, ds, k: int, rng: np.random.Generator,
-                 should_stop=None) -> np.ndarray:
-    """An initial star: k-member clustering (random seeds; Wang, Liu, Gao's Table III seeding) of
-    the NCP bundle ``ds`` inside Mondrian blocks of a random size in
-    [STAR_BLOCK_ROWS, 2·STAR_BLOCK_ROWS] rows (``blocks.split_blocks``; one block when n is at
-    most 4·STAR_BLOCK_ROWS); int64 labels (n,).
+def _stars(init: str):
+    """``make_stars`` of ``_blackhole.run_black_hole`` for ``init``."""
+    def make(data, ds, k):
+        if init == "algorithm1":  # the paper: every star, replacements too, from Algorithm 1
+            return (lambda rng, should_stop: ncp_clustering(
+                ds, data.n, k, rng, should_stop=should_stop, models=packed_of(data)), None)
+        maker = StarMaker(data, ds, k)
 
-    Cost O(n · block_rows / k · d) instead of k-member's O(n² / k · d); the random block size and
-    k-member's random seeds make the stars differ. Polls ``should_stop`` between blocks.
-    """
-    n = data.n
-    if k <= 1:
-        return np.arange(n, dtype=np.int64)
-    models = packed_of(data)  # privacy models: k-member closes its clusters under them
-    block_rows = int(rng.integers(STAR_BLOCK_ROWS, 2 * STAR_BLOCK_ROWS + 1))
-    if n > 4 * STAR_BLOCK_ROWS:
-        parts = split_blocks(data, k, block_rows)
-    else:  # small tables (and partition-then-cluster blocks): k-member on all rows, no Mondrian
-        parts = [np.arange(n, dtype=np.int64)]
-    labels = np.empty(n, dtype=np.int64)
-    offset = 0
-    for rows in parts:
-        if should_stop is not None and should_stop():
-            raise Stopped()
-        if rows.size < 2 * k:  # one class
-            labels[rows] = offset
-            offset += 1
-            continue
-        C = cluster_rows(ds, rows, k, rng, labels, "random", models=models)
-        labels[rows] += offset
-        offset += C
-    return labels
-
-
-def _init_star(init: str):
-    if init == "algorithm1":
-        return lambda data, ds, k, rng, should_stop: ncp_clustering(
-            ds, data.n, k, rng, should_stop=should_stop, models=packed_of(data))
-    return lambda data, ds, k, rng, should_stop: kmember_star(data, ds, k, rng, should_stop)
+        def fresh(rng, should_stop):
+            if should_stop():
+                raise Stopped()
+            return maker.fresh(rng)
+        return fresh, maker.reborn
+    return make
 
 
 INITIALIZERS = {"kmember": "k-member (random seeds) in Mondrian blocks",
@@ -125,7 +100,7 @@ INITIALIZERS = {"kmember": "k-member (random seeds) in Mondrian blocks",
 
 def run(data: QIData, k: int, seed: int, params: dict, progress=no_progress) -> Partition:
     init = params.get("init", "kmember")
-    return run_black_hole(data, k, seed, params, progress, _init_star(init), 2 * k - 1,
+    return run_black_hole(data, k, seed, params, progress, _stars(init), 2 * k - 1,
                           INITIALIZERS[init])
 
 
