@@ -82,14 +82,16 @@ def lattice_row(con, table, qi, k, n_label):
 
 
 class RssSampler:
-    """Peak RSS (MB) of this process's descendants, sampled every 0.2 s from /proc: the JVM
-    and the Python workers of Spark local mode."""
+    """Peak RSS (MB) and CPU seconds of this process's descendants, sampled every 0.2 s from
+    /proc: the JVM and the Python workers of Spark local mode (CPU: user + system at each
+    process's last sample)."""
 
     def __init__(self):
         import os
         import threading
         self.peak = {}
         self.names = {}
+        self.cpu = {}  # pid -> user + system CPU seconds at its last sample
         self._stop = threading.Event()
         self._root = os.getpid()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -115,6 +117,7 @@ class RssSampler:
         return out
 
     def _run(self):
+        import os
         while not self._stop.wait(0.2):
             for pid in self._children():
                 try:
@@ -122,8 +125,11 @@ class RssSampler:
                         st = f.read()
                     with open(f"/proc/{pid}/cmdline") as f:
                         cmd = f.read().replace("\0", " ")
+                    with open(f"/proc/{pid}/stat") as f:
+                        fields = f.read().rsplit(")", 1)[1].split()
                 except OSError:
                     continue
+                self.cpu[pid] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
                 rss = int(st.split("VmRSS:")[1].split()[0]) / 1024 if "VmRSS:" in st else 0
                 self.peak[pid] = max(self.peak.get(pid, 0), rss)
                 self.names[pid] = "jvm" if "java" in cmd.split(" ")[0] else "python"
@@ -133,7 +139,7 @@ class RssSampler:
         self._thread.join()
         jvm = max([v for p, v in self.peak.items() if self.names[p] == "jvm"] or [0])
         py = max([v for p, v in self.peak.items() if self.names[p] == "python"] or [0])
-        return jvm, py
+        return jvm, py, sum(self.cpu.values())
 
 
 def spark_row(con, n, k, partition_rows, tmp):
@@ -156,13 +162,20 @@ def spark_row(con, n, k, partition_rows, tmp):
     try:
         df = spark.read.parquet(src)
         info = {}
+        cpu0 = sum(os.times()[:2])
         t0 = time.perf_counter()
         out = spark_k_anonymize(df, k, SYNTH_QI, partition_rows=partition_rows, info=info)
         out.write.mode("overwrite").parquet(dst)
         secs = time.perf_counter() - t0
     finally:
         spark.stop()
-        jvm, py = sampler.stop()
+        jvm, py, cpu = sampler.stop()
+        cpu += sum(os.times()[:2]) - cpu0
+    log = info["partition_log"].value
+    print(f"{'':>10} {'':>9} partitions in the workers: {sum(r['seconds'] for r in log):.1f} s "
+          f"in total, largest {max(r['rows'] for r in log):,} rows, {len({r['pid'] for r in log})} "
+          f"worker processes, numba compiles {sum(r['compiles'] for r in log)} "
+          f"({sum(r['compile_s'] for r in log):.1f} s)", flush=True)
     con.execute(f"CREATE OR REPLACE TABLE spark_out AS SELECT * REPLACE ({run_id}::BIGINT AS "
                 f"kanon_run) FROM read_parquet('{dst}/*.parquet')")
     rows, ok = con.execute("SELECT count(*), min(ec_size) >= {k} FROM spark_out".format(k=k)).fetchall()[0]
@@ -170,7 +183,8 @@ def spark_row(con, n, k, partition_rows, tmp):
     print(f"{n:>10} {'spark':>9} {secs:8.2f} {100 * gcp:7.2f} GCP {100 * (gcp - base_gcp):+.2f} points "
           f"vs one machine ({100 * base_gcp:.2f} %, {base_secs:.2f} s); {info['partitions']} "
           f"partitions, {info['levels']} levels in Spark, rows {rows:,}, k held: {ok}; "
-          f"peak RSS JVM {jvm:.0f} MB, largest Python worker {py:.0f} MB", flush=True)
+          f"peak RSS JVM {jvm:.0f} MB, largest Python worker {py:.0f} MB; CPU {cpu:.0f} s "
+          f"(driver + JVM + workers)", flush=True)
 
 
 def main(argv=None):

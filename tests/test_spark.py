@@ -130,6 +130,40 @@ def test_multi_partition_is_k_anonymous_and_truthful(df, con, taxonomy):
     assert all(r["kanon_run"] is None for r in rows)
 
 
+def test_partition_log_reports_every_partition_and_at_most_one_compile(df, taxonomy):
+    """The worker reports each partition (rows, process, numba compiles); the kernels compile
+    at most once on this machine (warm cache: never), not once per worker process or task."""
+    info = {}
+    out = k_anonymize(df, 4, QI, taxonomy=taxonomy, partition_rows=60, info=info)
+    assert out.count() == 400
+    log = info["partition_log"].value
+    assert len(log) == info["partitions"] and sum(r["rows"] for r in log) == 400
+    assert sorted(r["partition"] for r in log) == sorted({r["partition"] for r in log})
+    assert sum(r["compiles"] > 0 for r in log) <= 1
+
+
+@pytest.mark.slow
+def test_cold_numba_cache_compiles_in_one_worker_only(spark, df, taxonomy, tmp_path):
+    """Workers on an empty numba cache (``NUMBA_CACHE_DIR`` for the executors): one worker
+    process compiles under the machine-wide warm-up lock, every other process and task loads
+    the kernels from the cache (no compile), so the cost is paid once."""
+    env = spark.sparkContext.environment
+    env["NUMBA_CACHE_DIR"] = str(tmp_path)  # new worker processes (the env is part of their key)
+    # several tasks at once (AQE would merge this small shuffle into one task, one process)
+    spark.conf.set("spark.sql.adaptive.coalescePartitions.enabled", "false")
+    try:
+        info = {}
+        k_anonymize(df, 4, QI, taxonomy=taxonomy, partition_rows=60, info=info).collect()
+    finally:
+        del env["NUMBA_CACHE_DIR"]
+        spark.conf.unset("spark.sql.adaptive.coalescePartitions.enabled")
+    log = info["partition_log"].value
+    assert len({r["pid"] for r in log}) >= 2  # two worker processes (local[2])
+    compiled = [r for r in log if r["compiles"] > 0]
+    assert len(compiled) == 1 and compiled[0]["compile_s"] > 1.0
+    assert list(tmp_path.rglob("*.nbi"))  # the kernels went to the shared cache directory
+
+
 @pytest.mark.slow
 def test_clustering_algorithm_runs_per_partition(df, con, taxonomy):
     out = k_anonymize(df, 3, QI, algo="kmember", taxonomy=taxonomy, partition_rows=100)

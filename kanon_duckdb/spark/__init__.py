@@ -128,6 +128,22 @@ def _check_models(algo, k, params) -> int:
     return max(int(m.min_class_size) for m in models)
 
 
+def _partition_log(sc):
+    """A Spark accumulator of a list (one dict per partition run, ``_worker``); its ``value``
+    is complete after the action that computed the output."""
+    from pyspark.accumulators import AccumulatorParam
+
+    class ListParam(AccumulatorParam):  # local: pickled by value, nothing to import remotely
+        def zero(self, value):
+            return []
+
+        def addInPlace(self, a, b):
+            a.extend(b)
+            return a
+
+    return sc.accumulator([], ListParam())
+
+
 def k_anonymize(df, k, qi, algo="mondrian", taxonomy=None, *, numeric=None, categorical=None,
                 seed=0, partition_rows=PARTITION_ROWS, info=None, **params):
     """Anonymize the Spark DataFrame ``df`` (see the module docstring); returns a Spark DataFrame.
@@ -186,15 +202,17 @@ def k_anonymize(df, k, qi, algo="mondrian", taxonomy=None, *, numeric=None, cate
             "ranges": ranges, "edges": edges, "token": uuid.uuid4().hex, "schema": arrow_schema}
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+    log = _partition_log(df.sparkSession.sparkContext) if info is not None else None
+
     def run_partition(table):
         import sys
         if root not in sys.path and os.path.isdir(root):
             sys.path.insert(0, root)  # local mode: the driver's copy of the package
         from kanon_duckdb.spark._worker import anonymize_partition as run
-        return run(table, spec)
+        return run(table, spec, log)
 
     del anonymize_partition  # imported above to fail early on the driver when it cannot load
     source_cols = [f"`{c}`" for c in df.columns] + [PART]
     if info is not None:
-        info.update(partitions=n_parts, levels=levels)
+        info.update(partitions=n_parts, levels=levels, partition_log=log)
     return parted.select(*source_cols).groupBy(PART).applyInArrow(run_partition, spark_schema)

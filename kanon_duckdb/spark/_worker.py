@@ -4,13 +4,21 @@ The partition goes through the package's own path (``anonymize.anonymize`` with 
 global ranges, then ``api.published``: the same encoding, numba kernels and output SQL as
 ``k_anonymize``) on an in-memory DuckDB connection kept per worker process, whose
 ``kanon_taxonomy`` holds the run's trees (the user's and the shared flat ones), so leaf
-ordinals and NCP denominators are the table's, not the partition's. Class ids become
+ordinals and NCP denominators are the table's, not the partition's. numba compiles once per
+machine: the first partition of each worker process first warms the kernels on a slice of
+itself under a machine-wide lock (``_warm_once``), the kernels land in numba's on-disk cache
+(``cache=True``; ``NUMBA_CACHE_DIR`` moves it, e.g. ``spark.executorEnv.NUMBA_CACHE_DIR``),
+and every later process loads them. Each partition reports its rows, seconds and numba
+compiles to the run's ``partition_log`` accumulator. Class ids become
 ``partition * 2^32 + ec`` (unique over the table); ``kanon_run`` is NULL (Spark runs are not
 recorded in a ``kanon_runs`` table).
 """
 from __future__ import annotations
 
 import itertools
+import os
+import threading
+import time
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -20,6 +28,51 @@ EC_STRIDE = 1 << 32       # class ids: partition * EC_STRIDE + class within the 
 
 _connections: dict = {}   # spec token -> worker connection with the run's trees
 _names = itertools.count(1)
+_compiles = None          # this worker process's numba compile counter (_CompileCounter)
+
+
+class _CompileCounter:
+    """Counts numba compiles in this process (the ``numba:compile`` event fires on a real
+    compile only; loading a kernel from the on-disk cache is silent) and their seconds."""
+
+    def __init__(self):
+        self.count = 0
+        self.seconds = 0.0
+        self.names = []
+        self._depth = 0
+        self._t0 = 0.0
+        self._lock = threading.Lock()
+
+    def listener(self):
+        from numba.core import event
+        outer = self
+
+        class Listener(event.Listener):
+            def on_start(self, event):
+                with outer._lock:
+                    outer.count += 1
+                    outer.names.append(getattr(event.data.get("dispatcher"), "__qualname__", "?")
+                                       if isinstance(event.data, dict) else "?")
+                    if outer._depth == 0:
+                        outer._t0 = time.perf_counter()
+                    outer._depth += 1
+
+            def on_end(self, _event):
+                with outer._lock:
+                    outer._depth -= 1
+                    if outer._depth == 0:
+                        outer.seconds += time.perf_counter() - outer._t0
+
+        return Listener()
+
+
+def _compile_counter() -> _CompileCounter:
+    global _compiles
+    if _compiles is None:
+        from numba.core import event
+        _compiles = _CompileCounter()
+        event.register("numba:compile", _compiles.listener())
+    return _compiles
 
 
 def _connection(token: str, edges):
@@ -34,10 +87,60 @@ def _connection(token: str, edges):
     return con
 
 
-def anonymize_partition(table: pa.Table, spec: dict) -> pa.Table:
+def anonymize_partition(table: pa.Table, spec: dict, log=None) -> pa.Table:
     """Published rows of one partition (``table``: the source columns plus ``PART``), cast to
     ``spec['schema']``. ``spec``: k, algo, qi, numeric, categorical, seed, params, ranges,
-    edges, token, schema (pyarrow schema of the output)."""
+    edges, token, schema (pyarrow schema of the output). ``log``: a Spark list accumulator
+    that receives one dict per partition: ``pid`` (worker process), ``partition``, ``rows``,
+    ``seconds`` (this call), ``compiles`` / ``compile_s`` (numba compiles during it)."""
+    counter = _compile_counter()
+    before, before_s, t0 = counter.count, counter.seconds, time.perf_counter()
+    _warm_once(table, spec)
+    out = _anonymize_partition(table, spec)
+    if log is not None:
+        log.add([{"pid": os.getpid(), "partition": _partition_of(table), "rows": table.num_rows,
+                  "seconds": time.perf_counter() - t0, "compiles": counter.count - before,
+                  "compile_s": counter.seconds - before_s,
+                  "compiled": counter.names[before:]}])
+    return out
+
+
+WARM_ROWS = 2_000        # rows of the first partition a worker process warms numba with
+_warmed = False
+
+
+def _warm_once(table: pa.Table, spec: dict) -> None:
+    """Before this process's first partition: run the same path on its first
+    ``max(WARM_ROWS, 2k)`` rows while holding a machine-wide lock (``fcntl.flock`` on a file in
+    the temp directory), so one worker process per machine compiles the numba kernels into the
+    on-disk cache and the others, waiting on the lock, load them from it instead of compiling
+    the same kernels at the same time. A warm-up that fails (a slice that cannot satisfy the
+    models) is ignored: the real call reports errors."""
+    global _warmed
+    if _warmed:
+        return
+    _warmed = True
+    import fcntl
+    import tempfile
+    rows = min(table.num_rows, max(WARM_ROWS, 2 * int(spec["k"])))
+    path = os.path.join(tempfile.gettempdir(), f"kanon-duckdb-numba-warm-{os.getuid()}.lock")
+    with open(path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            _anonymize_partition(table.slice(0, rows), spec)
+        except Exception:  # noqa: BLE001 - a warm-up only
+            pass
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _partition_of(table: pa.Table) -> int:
+    if PART in table.column_names and table.num_rows:
+        return int(table.column(PART)[0].as_py())
+    return 0
+
+
+def _anonymize_partition(table: pa.Table, spec: dict) -> pa.Table:
     from kanon_duckdb.anonymize import anonymize
     from kanon_duckdb.api import published
     from kanon_duckdb.assignment import STORE
@@ -45,7 +148,7 @@ def anonymize_partition(table: pa.Table, spec: dict) -> pa.Table:
     schema = spec["schema"]
     if table.num_rows == 0:
         return schema.empty_table()
-    part = int(table.column(PART)[0].as_py()) if PART in table.column_names else 0
+    part = _partition_of(table)
     if PART in table.column_names:
         table = table.drop_columns([PART])
     con = _connection(spec["token"], spec["edges"])
