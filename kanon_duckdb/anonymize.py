@@ -65,7 +65,7 @@ def check_k(k, n=None):
 
 def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, categorical=None,
               params=None, progress=no_progress, record=True, taxonomies=None,
-              ranges=None) -> AnonymizationResult:
+              ranges=None, row_counts=None) -> AnonymizationResult:
     """Anonymize ``table`` (read through ``con``) and record the run in ``kanon_runs``.
 
     ``taxonomies``: QI -> kanon_taxonomy attr naming the tree a QI uses (else the tree of
@@ -73,6 +73,9 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
     kanon_runs.qi_trees.
     ``ranges``: numeric QI -> (min, max) of the whole table when ``table`` is one part of it
     (the Spark partitions, ``kanon_duckdb.spark``): widths, cuts and NCP use them (``with_ranges``).
+    ``row_counts``: a column of ``table`` telling how many rows each of its rows stands for
+    (``table`` is a histogram computed elsewhere, e.g. Spark's ``groupBy(qi).count()``); full-
+    domain (lattice) algorithms only, which read histograms anyway.
 
     Returns per-row class ids and per-class published values; the SQL layer joins them back.
     """
@@ -85,6 +88,10 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
     given, privacy_given, local = privacy_hooks.split_params(algorithm, params)
     params = coerce_params(algorithm, given)
     models, sensitive, t_distance = parse_models(privacy_given, k, algorithm.name)
+    if row_counts is not None and algorithm.family != "lattice":
+        raise InvalidParameterError(
+            f"row_counts := applies to the full-domain algorithms (optimal, kgen, random, "
+            f"datafly), not to '{algorithm.name}'; pass the rows themselves")
     plan = plan_qis(con, table, qi, numeric, categorical)
     weights = objectives.check_weights(params.pop("weights", None), plan.qi)
     extra = extra_columns(plan, algorithm, params, given)
@@ -95,7 +102,7 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
         # cost grows with the distinct tuples, not the rows (a class holds whole tuples)
         row_key, data = encode(con, plan, extra_columns=extra,
                                need_num_trees=algorithm.needs_num_trees, taxonomies=taxonomies,
-                               histogram=algorithm.family == "lattice")
+                               histogram=row_counts or algorithm.family == "lattice")
         if ranges is not None:
             data = with_ranges(data, [ranges[c] for c in plan.numeric])
         check_k(k, data.n_rows)

@@ -141,12 +141,15 @@ def row_key_sql(plan: QIPlan) -> str:
     return "hash(" + ", ".join(quote_ident(c) for c in plan.qi) + ")"
 
 
-def histogram_sql(plan: QIPlan, extra_columns=()) -> str:
+def histogram_sql(plan: QIPlan, extra_columns=(), counts_column: str | None = None) -> str:
     """The relation of distinct (QI, ``extra_columns``) tuples with their row counts
-    (``__kanon_count``): DuckDB's GROUP BY, parallel and spilling to disk."""
+    (``__kanon_count``): DuckDB's GROUP BY, parallel and spilling to disk. ``counts_column``:
+    the source is itself a histogram (each row stands for that many rows; Spark's
+    ``groupBy().count()``): its counts are summed instead of its rows counted."""
     cols = list(plan.qi) + [c for c in extra_columns if c not in plan.qi]
     names = ", ".join(quote_ident(c) for c in cols)
-    return (f"(SELECT {names}, count(*) AS __kanon_count FROM {plan.table_sql} "
+    count = "count(*)" if counts_column is None else f"sum({quote_ident(counts_column)})::BIGINT"
+    return (f"(SELECT {names}, {count} AS __kanon_count FROM {plan.table_sql} "
             f"GROUP BY {names})")
 
 
@@ -158,7 +161,8 @@ def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False,
     ``taxonomies``); ``QIData.tree_attrs`` records it.
     ``histogram``: encode the distinct (QI, extra) tuples instead of the rows, with their row
     counts in ``QIData.counts`` (``histogram_sql``); the key of a tuple is the key of each of
-    its rows (``row_key_sql``).
+    its rows (``row_key_sql``). A column name: the same, the source's rows standing for the
+    counts in that column.
     Returns (row keys uint64 (n,), QIData). Cost: one aggregate (row count, numeric extremes)
     and one streamed scan of the QI columns in Arrow batches of STREAM_ROWS rows, each encoded
     into the preallocated arrays (memory: the encoded arrays plus one batch), plus O(n·d) numpy
@@ -177,7 +181,8 @@ def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False,
         sel.append(quote_ident(c))
     if histogram:
         sel.append("__kanon_count")
-    source = histogram_sql(plan, extra_columns) if histogram else plan.table_sql
+    source = (histogram_sql(plan, extra_columns, histogram if isinstance(histogram, str) else None)
+              if histogram else plan.table_sql)
     query = f"SELECT {', '.join(sel)} FROM {source}"
     dn, dc = len(plan.numeric), len(plan.categorical)
     n, fills = _numeric_fills(con, query, plan)

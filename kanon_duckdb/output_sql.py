@@ -24,23 +24,32 @@ def sql_string(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def output_sql(plan: QIPlan, run_expr: str) -> str:
+def published_layout(plan: QIPlan) -> tuple[list, list]:
+    """(SELECT items of the per-class table over a class struct ``c`` of RUN_TYPE's classes,
+    the output columns before ``ec``: (name, per-class column publishing it, or None for the
+    source column of that name unchanged)), in the relation's column order."""
     floats = [c for c in plan.numeric if c not in plan.integer]
-    cls_cols, out_cols = [], []
+    cls_cols, layout = [], []
     for i, c in enumerate(plan.columns):
         if c in plan.numeric:
             lo, hi = ("lo_i", "hi_i") if c in plan.integer else ("lo_f", "hi_f")
             j = (plan.integer.index(c) if c in plan.integer else floats.index(c)) + 1
             cls_cols += [f"c.{lo}[{j}] AS __kanon_q{i}_min", f"c.{hi}[{j}] AS __kanon_q{i}_max"]
             lo_name, hi_name = bound_columns(c)
-            out_cols += [f"__kanon_q{i}_min AS {quote_ident(lo_name)}",
-                         f"__kanon_q{i}_max AS {quote_ident(hi_name)}"]
+            layout += [(lo_name, f"__kanon_q{i}_min"), (hi_name, f"__kanon_q{i}_max")]
         elif c in plan.categorical:
             j = plan.categorical.index(c) + 1
             cls_cols.append(f"c.labels[{j}] AS __kanon_q{i}")
-            out_cols.append(f"__kanon_q{i} AS {quote_ident(c)}")
+            layout.append((c, f"__kanon_q{i}"))
         else:
-            out_cols.append(f"__kanon_rows.{quote_ident(c)}")
+            layout.append((c, None))
+    return cls_cols, layout
+
+
+def output_sql(plan: QIPlan, run_expr: str) -> str:
+    cls_cols, layout = published_layout(plan)
+    out_cols = [f"__kanon_rows.{quote_ident(name)}" if ref is None
+                else f"{ref} AS {quote_ident(name)}" for name, ref in layout]
     src = plan.table_sql
     changed = sql_string("k_anonymize: the relation changed during the call (rows were deleted); "
                          "run it again")

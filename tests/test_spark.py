@@ -4,6 +4,7 @@ Skipped with the reason when PySpark or Java is missing, unless CI requires the 
 (``KANON_REQUIRE_EXTRAS`` lists pyspark): then a missing piece fails. One SparkSession for the
 module, tiny tables.
 """
+import json
 import os
 import shutil
 import subprocess
@@ -88,6 +89,12 @@ def rows_of(out):
     return [r.asDict() for r in out.collect()]
 
 
+def duck_details(con, rel):
+    run = rel.fetchall()[0][list(rel.columns).index("kanon_run")]
+    return json.loads(con.execute("SELECT details FROM kanon_runs WHERE run_id = ?", [run])
+                      .fetchall()[0][0])
+
+
 def check_k_and_truth(rows, source, k):
     """Independent check: classes (equal published QI values) hold >= k rows; each row's
     published range / label covers its original value; one output row per input row."""
@@ -112,10 +119,15 @@ def test_single_partition_equals_the_duckdb_path(df, con, taxonomy):
     assert info["partitions"] == 1
     duck = con.sql("FROM k_anonymize('people', k := 5, qi := ['age', 'zip', 'sex', 'job'])")
     assert out.columns == [d[0] for d in duck.description]  # the same output shape
-    spark_rows = sorted(tuple(v for c, v in r.items() if c != "kanon_run") for r in rows_of(out))
-    duck_rows = sorted(tuple(v for c, v in zip(out.columns, r) if c != "kanon_run")
-                       for r in duck.fetchall())
-    assert spark_rows == duck_rows
+    spark_rows = rows_of(out)
+    duck_rows = [dict(zip(out.columns, r)) for r in duck.fetchall()]
+    strip = lambda rows: sorted(tuple(v for c, v in r.items() if c not in ("ec", "kanon_run"))
+                                for r in rows)
+    assert strip(spark_rows) == strip(duck_rows)
+    classes = lambda rows: sorted(sorted(r["id"] for r in rows if r["ec"] == e)
+                                  for e in {r["ec"] for r in rows})
+    assert classes(spark_rows) == classes(duck_rows)
+    assert info["details"]["node"] == duck_details(con, duck)["node"]
 
 
 def test_multi_partition_is_k_anonymous_and_truthful(df, con, taxonomy):
@@ -173,9 +185,31 @@ def test_clustering_algorithm_runs_per_partition(df, con, taxonomy):
 
 
 def test_what_cannot_be_enforced_is_refused(df):
-    with pytest.raises(InvalidParameterError, match="not available on Spark"):
-        k_anonymize(df, 5, QI, algo="optimal")
     with pytest.raises(InvalidParameterError, match="cannot enforce"):
         k_anonymize(df, 5, QI, sensitive="income", l=2)
     with pytest.raises(InvalidParameterError, match="partition_rows"):
         k_anonymize(df, 5, QI, partition_rows=6)
+
+
+@pytest.mark.parametrize("algo,extra", [("optimal", {"max_suppression": 0.02}), ("kgen", {}),
+                                        ("random", {"max_suppression": 0.05}), ("datafly", {})])
+def test_lattice_on_the_spark_histogram_equals_the_duckdb_path(df, con, taxonomy, algo, extra):
+    """Same node, same published values, same classes as the DuckDB path, row for row (class
+    ids are labels numbered in histogram order: compared as the partition of rows they make)."""
+    info = {}
+    out = k_anonymize(df, 5, QI, algo=algo, taxonomy=taxonomy, info=info, **extra)
+    args = "".join(f", {name} := {value}" for name, value in extra.items())
+    duck = con.sql(f"FROM k_anonymize('people', k := 5, qi := ['age', 'zip', 'sex', 'job'], "
+                   f"algo := '{algo}'{args})")
+    assert out.columns == [d[0] for d in duck.description]
+    assert info["histogram_rows"] == con.sql("SELECT count(*) FROM (SELECT DISTINCT age, zip, "
+                                             "sex, job FROM people)").fetchall()[0][0]
+    spark_rows = rows_of(out)
+    duck_rows = [dict(zip(out.columns, r)) for r in duck.fetchall()]
+    strip = lambda rows: sorted(tuple(v for c, v in r.items() if c not in ("ec", "kanon_run"))
+                                for r in rows)
+    assert strip(spark_rows) == strip(duck_rows)
+    classes = lambda rows: sorted(sorted(r["id"] for r in rows if r["ec"] == e)
+                                  for e in {r["ec"] for r in rows})
+    assert classes(spark_rows) == classes(duck_rows)
+    assert info["details"]["node"] == duck_details(con, duck)["node"]

@@ -21,9 +21,13 @@ How (DESIGN.md, "Beyond one machine"):
    the workers of a machine; ``kanon-duckdb warmup`` fills it ahead of time.
 
 Each partition holds >= k rows and every class of its result holds >= k rows, so the union is
-k-anonymous. Full-domain (lattice) algorithms and privacy models that inspect sensitive values
-(l-diversity, t-closeness) are refused here with an error naming the DuckDB path; ``max_risk``
-raises the class size as in DuckDB. With one partition the output equals the DuckDB path's.
+k-anonymous; ``max_risk`` raises the class size as in DuckDB. With one partition the output
+equals the DuckDB path's.
+
+Full-domain (lattice) algorithms (``optimal``, ``kgen``, ``random``, ``datafly``) need one node
+for the whole table: they run on Spark's histogram of distinct QI tuples collected to the driver
+(``_lattice``), every privacy model included, and the rows get their classes by a join in Spark;
+the output equals the DuckDB path's (same node, same published values and classes).
 Executors need the package installed (``pip install 'kanon-duckdb[spark]'``); in local mode
 the driver's copy is used.
 """
@@ -112,15 +116,10 @@ def _check_models(algo, k, params) -> int:
     from ..privacy.models import AvgRisk, KAnonymity, MaxRisk
     from ..privacy.spec import parse_models
     algorithm = get_algorithm(algo)
-    if algorithm.family == "lattice":
-        raise InvalidParameterError(
-            f"algo := '{algo}' (full-domain generalization) needs one node for the whole table and "
-            f"is not available on Spark; anonymize the DuckDB histogram instead "
-            f"(kanon_duckdb.anonymize or k_anonymize in SQL), or use algo := 'mondrian'")
     _algo_params, privacy, _local = split_params(algorithm, params)
     models, _sensitive, _t = parse_models(privacy, k, algorithm.name)
     refused = [m.describe()["model"] for m in models
-               if not isinstance(m, (KAnonymity, MaxRisk, AvgRisk))]
+               if not isinstance(m, (KAnonymity, MaxRisk, AvgRisk)) and algorithm.family != "lattice"]
     if refused:
         raise InvalidParameterError(
             f"kanon_duckdb.spark cannot enforce {', '.join(refused)} across partitions yet; run "
@@ -154,6 +153,7 @@ def k_anonymize(df, k, qi, algo="mondrian", taxonomy=None, *, numeric=None, cate
     aggregations (two scans per level) plus one shuffle into the partitions.
     """
     F = _pyspark()
+    from ..algorithms import get_algorithm
     from ..anonymize import check_k
     from ..taxonomy.tree import build_index
     from ._split import coordinate, split
@@ -163,6 +163,11 @@ def k_anonymize(df, k, qi, algo="mondrian", taxonomy=None, *, numeric=None, cate
         raise InvalidParameterError(f"partition_rows={partition_rows} must be at least 2*k={2 * k}")
     min_size = _check_models(algo, k, params)
     plan = _plan(df, qi, numeric, categorical)
+    algorithm = get_algorithm(algo)
+    if algorithm.family == "lattice":
+        from ._lattice import anonymize_lattice
+        return anonymize_lattice(df, k, plan, _edges(taxonomy), algorithm, seed, params,
+                                 _output_schema(df, plan)[1], info)
     edges = [e for e in _edges(taxonomy) if e[0] in plan.categorical]
     aggs = [F.count(F.lit(1)).alias("__n")]
     for c in plan.numeric:
