@@ -13,7 +13,8 @@ taxonomies) and :class:`Scratch` (per-thread buffers).
 
 Work is breadth-first: every round processes all open segments in parallel (``prange``); each
 segment either splits into two contiguous halves of ``W``/``perm`` (in place, disjoint slices, so
-no races) or becomes final. Medians: large segments select within a rank window bracketed by
+no races) or becomes final; the split pass also gathers each side's smallest and largest codes,
+which give the next round's widths and the final classes' published ranges. Medians: large segments select within a rank window bracketed by
 two pivots from a sample (Floyd-Rivest), small ones by quickselect on a copy (``_order_stats``):
 linear time per node, O(n·d·log n) overall. Each block of segments of a round reuses one set
 of scratch arrays. Library calls with heavy numba implementations (np.partition, np.argsort,
@@ -64,23 +65,18 @@ SAMPLE_ROWS = 128  # segments larger than twice this rank tied dimensions on a s
 
 
 @njit
-def _segment_widths(W, s, e, dims, trees, out_w, out_lo, out_hi):
-    """Normalized width of each dimension on rows s:e (numeric: span/range; categorical:
-    leaves(LCA)/leaves(root), 0 for a single leaf), divided by ``scale[j]`` (numeric: range /
-    weight; categorical: 1 / weight, see objectives.weighted_scale). Also returns the smallest
-    and largest code per dimension."""
-    d = W.shape[1]
+def _widths(dims, trees, lo_codes, hi_codes, out_w, out_lo, out_hi):
+    """Normalized width of each dimension of a segment whose smallest and largest codes are
+    ``lo_codes``/``hi_codes`` (numeric: span/range; categorical: leaves(LCA)/leaves(root), 0
+    for a single leaf), divided by ``scale[j]`` (numeric: range / weight; categorical:
+    1 / weight, see objectives.weighted_scale). Copies the codes to ``out_lo``/``out_hi``
+    (float64, as the cut functions read them). O(d · tree depth)."""
+    d = out_w.shape[0]
     for j in range(d):
-        out_lo[j] = np.inf
-        out_hi[j] = -np.inf
-    for i in range(s, e):
-        for j in range(d):
-            v = W[i, j]
-            out_lo[j] = min(out_lo[j], v)
-            out_hi[j] = max(out_hi[j], v)
-    for j in range(d):
-        lo = out_lo[j]
-        hi = out_hi[j]
+        lo = np.float64(lo_codes[j])
+        hi = np.float64(hi_codes[j])
+        out_lo[j] = lo
+        out_hi[j] = hi
         t = dims.tree_of[j]
         if t < 0:
             out_w[j] = (coord(dims, j, hi) - coord(dims, j, lo)) / dims.scale[j]
@@ -92,6 +88,22 @@ def _segment_widths(W, s, e, dims, trees, out_w, out_lo, out_hi):
             out_w[j] = trees.n_leaves[no + u] / trees.n_leaves[no] / dims.scale[j]
         else:
             out_w[j] = 0.0
+
+
+@njit
+def _block_extremes(W, s, e, lo, hi):
+    """Smallest and largest code per dimension of rows s:e into ``lo``/``hi`` (int32 (d,))."""
+    d = W.shape[1]
+    for c in range(d):
+        lo[c] = np.iinfo(np.int32).max
+        hi[c] = np.iinfo(np.int32).min
+    for i in range(s, e):
+        for c in range(d):
+            v = W[i, c]
+            if v < lo[c]:
+                lo[c] = v
+            if v > hi[c]:
+                hi[c] = v
 
 
 @njit
@@ -304,19 +316,37 @@ def _choose_cut(W, s, e, j, k, dims, trees, seg_lo, seg_hi, sc):
 
 
 @njit
-def _split_in_place(W, perm, j, s, e, cut):
-    """Reorder rows s:e of W and perm so rows with W[:, j] <= cut come first; returns the split."""
+def _split_in_place(W, perm, j, s, e, cut, kid_lo, kid_hi):
+    """Reorder rows s:e of W and perm so rows with W[:, j] <= cut come first; returns the split.
+    Also the smallest and largest code per dimension of each side (``kid_lo``/``kid_hi`` int32
+    (2, d), left then right), gathered while each row passes through: the children's widths
+    need no pass of their own."""
     d = W.shape[1]
+    for c in range(d):
+        kid_lo[0, c] = np.iinfo(np.int32).max
+        kid_hi[0, c] = np.iinfo(np.int32).min
+        kid_lo[1, c] = np.iinfo(np.int32).max
+        kid_hi[1, c] = np.iinfo(np.int32).min
     i = s
     jj = e - 1
     while i <= jj:
         if W[i, j] <= cut:
+            for c in range(d):
+                v = W[i, c]
+                if v < kid_lo[0, c]:
+                    kid_lo[0, c] = v
+                if v > kid_hi[0, c]:
+                    kid_hi[0, c] = v
             i += 1
         else:
             for c in range(d):
                 t = W[i, c]
                 W[i, c] = W[jj, c]
                 W[jj, c] = t
+                if t < kid_lo[1, c]:
+                    kid_lo[1, c] = t
+                if t > kid_hi[1, c]:
+                    kid_hi[1, c] = t
             p = perm[i]
             perm[i] = perm[jj]
             perm[jj] = p
@@ -325,8 +355,10 @@ def _split_in_place(W, perm, j, s, e, cut):
 
 
 @njit
-def _process_segment(W, perm, s, e, k, dims, trees, sc, P):
-    """Try to split rows s:e; returns the split position or -1 when no allowable cut exists.
+def _process_segment(W, perm, s, e, k, dims, trees, sc, P, seg_lo, seg_hi, kid_lo, kid_hi):
+    """Try to split rows s:e, whose smallest and largest codes per dimension are ``seg_lo``/
+    ``seg_hi``; returns the split position (and the two sides' extremes in ``kid_lo``/``kid_hi``,
+    see ``_split_in_place``) or -1 when no allowable cut exists.
     A cut is allowable when both sides have k rows and satisfy every privacy model of ``P``
     (``privacy._kernels.split_ok``, linear in the segment; skipped for k alone).
 
@@ -341,7 +373,7 @@ def _process_segment(W, perm, s, e, k, dims, trees, sc, P):
     est = sc.seg[3]
     tried = sc.tried
     Ws = sc.Ws
-    _segment_widths(W, s, e, dims, trees, w, lo, hi)
+    _widths(dims, trees, seg_lo, seg_hi, w, lo, hi)
     tried[:] = False
     n = e - s
     # Large segments rank tied dimensions on a strided sample (cheap), then cut exactly.
@@ -380,7 +412,7 @@ def _process_segment(W, perm, s, e, k, dims, trees, sc, P):
                 tried[jbest] = True
                 cut, cost = _choose_cut(W, s, e, jbest, k, dims, trees, lo, hi, sc)
                 if cut == cut and split_ok(W, perm, s, e, jbest, cut, P, sc.phist, sc.pscr):
-                    return _split_in_place(W, perm, jbest, s, e, cut)
+                    return _split_in_place(W, perm, jbest, s, e, cut, kid_lo, kid_hi)
             continue
         best_j = np.int64(-1)
         best_cut = np.nan
@@ -396,7 +428,7 @@ def _process_segment(W, perm, s, e, k, dims, trees, sc, P):
                 best_j = jj
                 best_cut = cut
         if best_j >= 0:
-            return _split_in_place(W, perm, best_j, s, e, best_cut)
+            return _split_in_place(W, perm, best_j, s, e, best_cut, kid_lo, kid_hi)
 
 
 CHUNKS = 64  # segments of one round are handed out in this many blocks, each with its own scratch
@@ -406,8 +438,8 @@ CHUNKS = 64  # segments of one round are handed out in this many blocks, each wi
 def mondrian_partition(W, k, dims, trees, stop, P):
     """Strict Mondrian. W int32 (n, d) codes IN, permuted in place (scratch). Returns (ec int64
     (n,), classes numbered 0..C-1; lo, hi float64 (C, d): per class and dimension the smallest
-    and largest code of W, read from the class's contiguous block, so no scatter pass is
-    needed).
+    and largest code of W, gathered by the split that made the class, so no pass over the
+    class's rows is needed).
 
     Every class has at least k rows (requires n >= k). ``stop`` is the run's uint8[1] interrupt
     flag (``kanon_duckdb.interrupt``): when set, the kernel returns early with a partial result
@@ -429,14 +461,21 @@ def mondrian_partition(W, k, dims, trees, stop, P):
     perm = np.arange(n).astype(np.int64)
     seg_s = np.zeros(1, dtype=np.int64)
     seg_e = np.full(1, n, dtype=np.int64)
+    seg_lo = np.empty((1, d), dtype=np.int32)  # smallest / largest code per open segment
+    seg_hi = np.empty((1, d), dtype=np.int32)
+    _block_extremes(W, 0, n, seg_lo[0], seg_hi[0])
     fin_s = np.empty(n // k + 1, dtype=np.int64)
     fin_e = np.empty(n // k + 1, dtype=np.int64)
+    fin_lo = np.empty((n // k + 1, d), dtype=np.int32)
+    fin_hi = np.empty((n // k + 1, d), dtype=np.int32)
     n_fin = 0
     while seg_s.size > 0:
         if stop[0] != 0:
             break
         m = seg_s.size
         split = np.empty(m, dtype=np.int64)
+        kid_lo = np.empty((m, 2, d), dtype=np.int32)
+        kid_hi = np.empty((m, 2, d), dtype=np.int32)
         n_chunks = min(m, CHUNKS)
         for c in prange(n_chunks):
             a = c * m // n_chunks
@@ -449,17 +488,22 @@ def mondrian_partition(W, k, dims, trees, stop, P):
                          np.empty(max_leaves + 1), np.empty((5, max_leaves + 1), dtype=np.int64),
                          np.empty((2, m_hist)), np.empty((4, m_scr)))
             for i in range(a, b):
-                split[i] = _process_segment(W, perm, seg_s[i], seg_e[i], k, dims, trees, sc, P)
+                split[i] = _process_segment(W, perm, seg_s[i], seg_e[i], k, dims, trees, sc, P,
+                                            seg_lo[i], seg_hi[i], kid_lo[i], kid_hi[i])
         n_open = 0
         for i in range(m):
             if split[i] < 0:
                 fin_s[n_fin] = seg_s[i]
                 fin_e[n_fin] = seg_e[i]
+                fin_lo[n_fin] = seg_lo[i]
+                fin_hi[n_fin] = seg_hi[i]
                 n_fin += 1
             else:
                 n_open += 2
         new_s = np.empty(n_open, dtype=np.int64)
         new_e = np.empty(n_open, dtype=np.int64)
+        new_lo = np.empty((n_open, d), dtype=np.int32)
+        new_hi = np.empty((n_open, d), dtype=np.int32)
         p = 0
         for i in range(m):
             if split[i] >= 0:
@@ -467,20 +511,17 @@ def mondrian_partition(W, k, dims, trees, stop, P):
                 new_e[p] = split[i]
                 new_s[p + 1] = split[i]
                 new_e[p + 1] = seg_e[i]
+                new_lo[p] = kid_lo[i, 0]
+                new_hi[p] = kid_hi[i, 0]
+                new_lo[p + 1] = kid_lo[i, 1]
+                new_hi[p + 1] = kid_hi[i, 1]
                 p += 2
         seg_s = new_s
         seg_e = new_e
+        seg_lo = new_lo
+        seg_hi = new_hi
     ec = np.empty(n, dtype=np.int64)
-    cls_lo = np.empty((n_fin, d))
-    cls_hi = np.empty((n_fin, d))
     for c in prange(n_fin):
-        for j in range(d):
-            cls_lo[c, j] = np.inf
-            cls_hi[c, j] = -np.inf
         for i in range(fin_s[c], fin_e[c]):
             ec[perm[i]] = c
-            for j in range(d):
-                v = W[i, j]
-                cls_lo[c, j] = min(cls_lo[c, j], v)
-                cls_hi[c, j] = max(cls_hi[c, j], v)
-    return ec, cls_lo, cls_hi
+    return ec, fin_lo[:n_fin].astype(np.float64), fin_hi[:n_fin].astype(np.float64)
