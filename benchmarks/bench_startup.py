@@ -3,13 +3,14 @@
 Three sections, each measured in fresh processes of this interpreter:
 
 1. Start-up split, numba's cache warm: median seconds over ``--repeat`` processes of
-   ``import kanon_duckdb``, ``connect()``, ``load_example(con, 'adult')``, the first
-   ``k_anonymize`` (Adult, k = 10, mondrian, 8 QIs, ``SELECT count(*)``) and a second one; once
+   ``import kanon_duckdb``, ``connect()``, ``load_example(con, 'adult')`` (and the three
+   together), the first ``k_anonymize`` (Adult, k = 10, mondrian, 8 QIs, ``SELECT count(*)``;
+   wall, and the process CPU while it runs: the preload thread's share included) and a second one; once
    with the background preload of ``connect()`` (default) and once with
    ``KANON_DUCKDB_PRELOAD=0``. Run ``kanon-duckdb warmup --algos mondrian`` first so nothing
    compiles.
 2. Fixed overhead on Adult (30,162 rows, the demo's 8 QIs: age, education_num numeric), k = 10,
-   ``mondrian`` and ``optimal`` (0 % suppression): the whole statement
+   ``mondrian`` and ``optimal`` (0 % suppression; also on ARX's 8 QIs): the whole statement
    ``CREATE OR REPLACE TABLE o AS FROM k_anonymize(...)`` against ``anonymize()``'s own time
    (``kanon_runs.elapsed_s``), wall and CPU seconds (process CPU, all threads: less noisy on a
    shared machine), median of ``--repeat`` statements in one process; and the same output
@@ -39,15 +40,16 @@ t1 = time.perf_counter()
 con = kanon_duckdb.connect()
 t2 = time.perf_counter()
 kanon_duckdb.load_example(con)
-t3 = time.perf_counter()
+t3, c3 = time.perf_counter(), time.process_time()
 q = ("SELECT count(*) FROM k_anonymize('adult', k := 10, qi := ['age', 'workclass', 'education', "
      "'marital_status', 'occupation', 'race', 'sex', 'native_country'])")
 con.execute(q).fetchall()
-t4 = time.perf_counter()
+t4, c4 = time.perf_counter(), time.process_time()
 con.execute(q).fetchall()
 t5 = time.perf_counter()
 print(json.dumps({"import": t1 - t0, "connect": t2 - t1, "load_example": t3 - t2,
-                  "first call": t4 - t3, "second call": t5 - t4}))
+                  "up to data": t3 - t0, "first call": t4 - t3, "first cpu": c4 - c3,
+                  "second call": t5 - t4}))
 con.close()
 """
 OVERHEAD = r"""
@@ -55,9 +57,10 @@ import json, statistics, sys, time
 import kanon_duckdb
 from kanon_duckdb.demo import DEFAULT_QI, k_anonymize_sql
 algo, repeat = sys.argv[1], int(sys.argv[2])
+qi = json.loads(sys.argv[3]) if len(sys.argv) > 3 else DEFAULT_QI
 con = kanon_duckdb.connect()
 kanon_duckdb.load_example(con)
-sql = k_anonymize_sql("adult", 10, algo, DEFAULT_QI)
+sql = k_anonymize_sql("adult", 10, algo, qi)
 ctas = "CREATE OR REPLACE TABLE o AS " + sql
 for _ in range(2):
     con.execute(ctas)
@@ -86,7 +89,7 @@ from kanon_duckdb.anonymize import anonymize
 cpu = []
 for _ in range(repeat):
     _w, c = clock()
-    anonymize(con, "adult", k=10, algo=algo, qi=DEFAULT_QI, record=False)
+    anonymize(con, "adult", k=10, algo=algo, qi=qi, record=False)
     cpu.append(clock()[1] - c)
 rows["inner_cpu"] = cpu
 print(json.dumps({k: statistics.median(v) for k, v in rows.items()}))
@@ -135,12 +138,15 @@ def main(argv=None):
           f"statements; CREATE TABLE AS FROM k_anonymize(...) vs anonymize()'s own time")
     print(f"{'algo':<10}{'stmt s':>8}{'inner s':>9}{'ratio':>7}{'stmt cpu':>10}{'inner cpu':>10}"
           f"{'cpu ratio':>10}{'copy cpu':>10}{'fetchall s':>11}{'adult fetchall s':>17}")
-    for algo in ("mondrian", "optimal"):
-        r = child(OVERHEAD, (algo, a.repeat))
+    from bench_mondrian import ADULT_ARX_QI  # beside this script
+    for algo, qi in (("mondrian", None), ("optimal", None), ("optimal", ADULT_ARX_QI)):
+        r = child(OVERHEAD, (algo, a.repeat) + ((json.dumps(qi),) if qi else ()))
+        algo = algo if qi is None else f"{algo}*"
         print(f"{algo:<10}{r['stmt']:>8.3f}{r['inner']:>9.3f}{r['stmt'] / r['inner']:>7.2f}"
               f"{r['stmt_cpu']:>10.3f}{r['inner_cpu']:>10.3f}{r['stmt_cpu'] / r['inner_cpu']:>10.2f}"
               f"{r['copy_cpu']:>10.3f}{r['fetch']:>11.3f}{r['fetch_src']:>17.3f}")
-    print("(copy cpu: CREATE TABLE AS SELECT * FROM adult, the same output sink without a run)")
+    print("(copy cpu: CREATE TABLE AS SELECT * FROM adult, the same output sink without a run; "
+          "optimal*: ARX's 8 QIs, education with its ARX tree, 0 % suppression)")
     if a.cold:
         with tempfile.TemporaryDirectory() as cache:
             r = child(COLD, NUMBA_CACHE_DIR=cache, KANON_DUCKDB_PRELOAD="0")

@@ -68,7 +68,10 @@ def _as_list(x, what):
 
 def plan_qis(con, table, qi, numeric=None, categorical=None) -> QIPlan:
     """Resolve the relation (a name, see ``relation.resolve_source``, or a resolved Source) and
-    split the QIs into numeric and categorical. O(#columns)."""
+    split the QIs into numeric and categorical. O(#columns). A QIPlan (made by this function
+    for the same arguments, e.g. once per statement by ``__kanon_sql``) is returned as is."""
+    if isinstance(table, QIPlan):
+        return table
     source = table if isinstance(table, Source) else resolve_source(con, table)
     table, table_sql, cols = source.name, source.sql, source.columns
     types = {c: t for c, t in cols}
@@ -197,7 +200,9 @@ def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False,
     n_null = np.zeros(dc, dtype=np.int64)
     extra_chunks: list = [[] for _ in extra_columns]
     a = 0
-    with ThreadPoolExecutor(max_workers=max(1, min(dc, os.cpu_count() or 1))) as pool:
+    # below PARALLEL_ENCODE_ROWS rows the threads' start and hand-offs cost more than they save
+    workers = max(1, min(dc, os.cpu_count() or 1)) if n >= PARALLEL_ENCODE_ROWS else 1
+    with ThreadPoolExecutor(max_workers=workers) as pool:  # threads start on first submit
         for batch in con.sql(query).to_arrow_reader(STREAM_ROWS):
             b = a + batch.num_rows
             if b > n:
@@ -208,8 +213,8 @@ def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False,
             for j in range(dn):
                 fills[j].fill(batch.column(1 + j), a, b, num, num_null, j)
             # dictionary encoding is the costly part; pyarrow releases the GIL: columns in parallel
-            encoded = list(pool.map(lambda col: pc.dictionary_encode(col),
-                                    [batch.column(1 + dn + j) for j in range(dc)]))
+            encoded = list((pool.map if workers > 1 else map)(
+                lambda col: pc.dictionary_encode(col), [batch.column(1 + dn + j) for j in range(dc)]))
             for j, enc in enumerate(encoded):
                 n_null[j] += enc.indices.null_count
                 glob = np.array([dicts[j].setdefault(v, len(dicts[j]))
@@ -231,7 +236,8 @@ def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False,
         codec, lo[j], hi[j] = fills[j].finish(num, num_null, j)
         codecs.append(codec)
     trees, tree_attrs, attrs = [], {}, taxonomy_attrs(con)
-    chosen = {c: resolve_tree_attr(con, c, plan.table, taxonomies, attrs) for c in plan.categorical}
+    tree_qis = plan.categorical + (plan.numeric if need_num_trees else [])
+    chosen = {c: resolve_tree_attr(con, c, plan.table, taxonomies, attrs) for c in tree_qis}
     indexes = read_indexes(con, chosen.values())  # every tree in one query
     for j, c in enumerate(plan.categorical):
         values = list(dicts[j])
@@ -257,11 +263,12 @@ def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False,
                   trees, list(plan.numeric), list(plan.categorical), extra, tree_attrs=tree_attrs,
                   num_codec=codecs, counts=row_counts)
     if need_num_trees:
-        data = attach_numeric_trees(con, plan, data, taxonomies)
+        data = attach_numeric_trees(con, plan, data, taxonomies, chosen=chosen, indexes=indexes)
     return rowid, data
 
 
 STREAM_ROWS = 1 << 20  # rows per Arrow batch while encoding: only the encoded arrays grow with n
+PARALLEL_ENCODE_ROWS = 1 << 17  # from this many rows, categorical columns encode in parallel
 
 
 def _numeric_fills(con, query: str, plan: QIPlan) -> tuple:
@@ -431,14 +438,17 @@ def _check_numeric_text(con, plan, c):
 # --------------------------------------------------------------------------- numeric trees
 # Owned by the lattice family (full-domain algorithms need an interval tree per numeric QI).
 
-def attach_numeric_trees(con, plan: QIPlan, data: QIData, taxonomies=None) -> QIData:
+def attach_numeric_trees(con, plan: QIPlan, data: QIData, taxonomies=None, *, chosen=None,
+                         indexes=None) -> QIData:
     """Attach the ``kanon_taxonomy`` tree of each numeric QI that has one (``data.num_trees``,
     None where absent) and each row's leaf ordinal in it (``data.num_leaf``, -1 where absent).
 
     Leaves are matched by label: the data value as DuckDB casts it to VARCHAR (the labels that
     ``store.build_interval_taxonomy`` writes). NULLs map to an extra NULL leaf under the root.
-    A value missing from the tree raises TaxonomyError listing it. Cost: one GROUP BY per
-    numeric QI that has a tree.
+    A value missing from the tree raises TaxonomyError listing it. ``chosen`` (QI -> tree attr)
+    and ``indexes`` (attr -> tree) when the caller read them already (``encode``: one query for
+    every tree). Cost: an integer QI's values and counts come from ``data`` (its label is the
+    decimal integer, as DuckDB casts it); one GROUP BY per other numeric QI that has a tree.
     """
     from dataclasses import replace
 
@@ -446,30 +456,35 @@ def attach_numeric_trees(con, plan: QIPlan, data: QIData, taxonomies=None) -> QI
 
     trees = [None] * data.dn
     leaf = np.full((data.n, data.dn), -1, dtype=np.int32)
-    attrs = taxonomy_attrs(con)
     tree_attrs = dict(data.tree_attrs)
-    chosen = {c: resolve_tree_attr(con, c, plan.table, taxonomies, attrs) for c in plan.numeric}
-    indexes = read_indexes(con, chosen.values())  # every tree in one query
+    if chosen is None:
+        attrs = taxonomy_attrs(con)
+        chosen = {c: resolve_tree_attr(con, c, plan.table, taxonomies, attrs)
+                  for c in plan.numeric}
+    if indexes is None:
+        indexes = read_indexes(con, [chosen[c] for c in plan.numeric])  # one query
     for j, c in enumerate(plan.numeric):
         attr = chosen[c]
         tree = indexes.get(attr) if attr is not None else None
         if tree is None:
             continue
         tree_attrs[c] = attr
-        q = quote_ident(c)
         codec = data.codec(j)
-        exact = codec is not None and c in plan.integer  # compare integers exactly
-        v_sql = q if exact else f"TRY_CAST({q} AS DOUBLE)"
-        rows = con.execute(
-            f"SELECT {v_sql} AS v, CAST({q} AS VARCHAR) AS lab, count(*) "
-            f"FROM {plan.table_sql} WHERE {q} IS NOT NULL GROUP BY ALL ORDER BY v").fetchall()
-        validate_coverage(tree, [(lab, cnt) for _v, lab, cnt in rows])
+        if c in plan.integer:
+            vals, labels, counts = _integer_values(data, j)
+        else:
+            q = quote_ident(c)
+            rows = con.execute(
+                f"SELECT TRY_CAST({q} AS DOUBLE) AS v, CAST({q} AS VARCHAR) AS lab, count(*) "
+                f"FROM {plan.table_sql} WHERE {q} IS NOT NULL GROUP BY ALL ORDER BY v").fetchall()
+            labels, counts = [r[1] for r in rows], [r[2] for r in rows]
+            # the values as kernel coordinates (codec.py), so they match data.num
+            vals = (np.array([r[0] for r in rows], dtype=np.float64) if codec is None
+                    else codec.encode([r[0] for r in rows]))
+        validate_coverage(tree, zip(labels, counts))
         if data.num_null[:, j].any():
             tree = tree.with_null_leaf()
-        # the values as kernel coordinates (codec.py), so they match data.num
-        vals = (np.array([r[0] for r in rows], dtype=np.float64) if codec is None
-                else codec.encode([r[0] for r in rows]))
-        ords = np.array([tree.leaf_of_label[r[1]] for r in rows], dtype=np.int32)
+        ords = np.array([tree.leaf_of_label[lab] for lab in labels], dtype=np.int32)
         col = data.num[:, j]
         pos = np.searchsorted(vals, col).clip(0, max(len(vals) - 1, 0))
         lj = ords[pos] if len(vals) else np.zeros(data.n, np.int32)
@@ -480,3 +495,18 @@ def attach_numeric_trees(con, plan: QIPlan, data: QIData, taxonomies=None) -> QI
         trees[j] = tree
         leaf[:, j] = lj
     return replace(data, num_trees=trees, num_leaf=leaf, tree_attrs=tree_attrs)
+
+
+def _integer_values(data: QIData, j: int) -> tuple:
+    """(sorted distinct coordinates, their labels, their row counts) of the non-NULL values of
+    integer QI ``j``, from the encoded column (a histogram's rows weighted by their counts). The
+    label is the integer in decimal: what DuckDB's CAST(x AS VARCHAR) gives for any integer
+    type. O(n log n)."""
+    keep = ~data.num_null[:, j]
+    coords, inverse = np.unique(data.num[keep, j], return_inverse=True)
+    weights = None if data.counts is None else data.counts[keep]
+    counts = np.bincount(inverse.reshape(-1), weights=weights,
+                         minlength=coords.size).astype(np.int64)
+    codec = data.codec(j)
+    ints = coords.astype(np.int64) if codec is None else codec.decode_int(coords)[0]
+    return coords, [str(int(v)) for v in ints], counts.tolist()

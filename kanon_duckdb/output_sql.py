@@ -53,19 +53,21 @@ def output_sql(plan: QIPlan, run_expr: str) -> str:
     src = plan.table_sql
     changed = sql_string("k_anonymize: the relation changed during the call (rows were deleted); "
                          "run it again")
+    # the run's constants (run id, row count) ride on each class row: every scalar subquery of
+    # the materialized run costs about 2 ms of planning, the token's is the one left
     return f"""WITH __kanon_res AS MATERIALIZED (SELECT {run_expr} AS r),
 __kanon_cls AS (
     SELECT c.ec AS __kanon_cec, c.size AS __kanon_csize, c.suppressed AS __kanon_csup,
+           run_id AS __kanon_crun, n_rows AS __kanon_cn,
            {', '.join(cls_cols) or 'NULL AS __kanon_none'}
-    FROM (SELECT unnest(r.classes) AS c FROM __kanon_res)
+    FROM (SELECT unnest(r.classes) AS c, r.run_id AS run_id, r.n_rows AS n_rows FROM __kanon_res)
 ),
 __kanon_rows AS (
     SELECT *, __kanon_ec((SELECT r.token FROM __kanon_res), {row_key_sql(plan)}) AS __kanon_ec
     FROM {src}
 )
 SELECT {', '.join(out_cols)},
-    CASE WHEN (SELECT count(*) FROM {src}) IS DISTINCT FROM (SELECT r.n_rows FROM __kanon_res)
+    CASE WHEN (SELECT count(*) FROM {src}) IS DISTINCT FROM __kanon_cn
          THEN error({changed}) ELSE __kanon_rows.__kanon_ec END AS ec,
-    __kanon_csize AS ec_size, __kanon_csup AS suppressed,
-    (SELECT r.run_id FROM __kanon_res) AS kanon_run
+    __kanon_csize AS ec_size, __kanon_csup AS suppressed, __kanon_crun AS kanon_run
 FROM __kanon_rows JOIN __kanon_cls ON __kanon_rows.__kanon_ec = __kanon_cls.__kanon_cec"""

@@ -12,6 +12,7 @@ second, parallel scan to its class (``assignment``), chunk by chunk.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -122,6 +123,7 @@ def checked_spec(cur, tbl, spec: dict) -> tuple:
     args = checked_options(tbl, spec, plan.qi)
     from kanon_duckdb.objectives import check_weights
     check_weights(args["params"].get("weights"), plan.qi)  # its names are QIs: refused before the run
+    args["plan"] = dataclasses.asdict(plan)  # the run reuses it: planned once per statement
     return plan, args
 
 
@@ -167,7 +169,7 @@ def declare(ctx: UdfContext) -> list[UDF]:
             if source is None:  # seen by the caller's connection only: read in its query
                 from kanon_duckdb.caller_read import caller_sql, checked_qi
                 text = caller_sql(name, checked_options(name, spec, checked_qi(spec)))
-                return pa.array([text] * len(tbl), pa.string())
+                return repeat_string(text, len(tbl))
             plan, args = checked_spec(cur, source, spec)
         finally:
             cur.close()
@@ -177,11 +179,14 @@ def declare(ctx: UdfContext) -> list[UDF]:
     def kanon_run(args_json):
         # numba and the kernels load on first use
         from kanon_duckdb.anonymize import anonymize
+        from kanon_duckdb.encoding import QIPlan
         args = json.loads(first_value(args_json))
         cur = con.cursor()
         try:
+            from kanon_duckdb import registered
+            registered.expose(cur, args.get("conn"), args["tbl"])  # a registered object: on cur
             with interrupt.watch(con, ctx.progress) as progress:
-                res = anonymize(cur, reader_source(cur, args.get("conn"), args["tbl"]), k=args["k"], algo=args["algo"], qi=args["qi"],
+                res = anonymize(cur, QIPlan(**args["plan"]), k=args["k"], algo=args["algo"], qi=args["qi"],
                                 seed=args["seed"], numeric=args["numeric"],
                                 categorical=args["categorical"], params=args["params"],
                                 taxonomies=args.get("taxonomies"), progress=progress)
