@@ -187,9 +187,9 @@ def test_stopping_searches_equal_counting_ones(loss):
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tables(), st.data(), st.integers(1, 4), st.booleans())
 def test_chunked_grouping_equals_the_sequential_one(data, draw, threads, want_cls):
-    """group_node_parallel (P chunks merged in order) returns group_node's classes in the same
-    order with the same representatives, counts, input classes and codes, with or without a cap
-    (a stopped grouping reports cap + 1 classes in both)."""
+    """group_node_parallel (P chunks merged in order, dense arrays or hash tables) returns
+    group_node's classes in the same order with the same representatives, counts, input classes
+    and codes, with or without a cap (a stopped grouping reports cap + 1 classes in both)."""
     space = build_space(data)
     ch = NodeChecker(space, 2)
     levels = draw.draw(st.sampled_from(all_nodes(space)))
@@ -205,10 +205,13 @@ def test_chunked_grouping_equals_the_sequential_one(data, draw, threads, want_cl
     while size < 2 * keys + 2:
         size *= 2
     scr_key = np.full((threads, size), -1, dtype=np.int64)
-    got = K.group_node_parallel(*args, *rows, cap, scr_key, np.empty((threads, size), np.int32),
-                                ch._hkey, ch._hval, want_cls)
+    scr_dense = np.full((threads, draw.draw(st.sampled_from([1, 1 << 12]))), -1, np.int32)
+    got = K.group_node_parallel(*args, *rows, ks, cap, scr_key,
+                                np.empty((threads, size), np.int32), scr_dense, ch._hkey,
+                                ch._hval, want_cls)
     assert got[0].shape[0] == want[0].shape[0]
     assert (scr_key == -1).all() and (ch._hkey == -1).all()  # scratch left clean
+    assert (scr_dense == -1).all()
     if want[0].shape[0] <= cap:  # complete: identical tables
         for a, b in zip(got, want):
             assert a.tolist() == b.tolist()

@@ -416,12 +416,13 @@ def leaf_extremes(leaf, values, null, n_leaves):
 
 
 @njit
-def _group_chunk(src, cols, lut, lutoff, use_lut, cnt, strides, a, b, cap, hkey, hval, keybuf,
-                 keys, first, counts, pos, lcls, want_cls):
-    """Group inputs a..b-1 (see ``group_node``; open addressing only) into keys / first input /
-    rows per class (keys, first, counts, pos int64 (>= min(b - a, cap + 1),) OUT) and, when
-    ``want_cls``, the local class of each input (lcls int32 (b - a,) OUT). hkey int64 (all -1 on
-    entry and exit) / hval int32 scratch of power-of-two size >= 2 min(b - a, cap + 1) + 2.
+def _group_chunk(src, cols, lut, lutoff, use_lut, cnt, strides, a, b, cap, hkey, hval, dense,
+                 use_dense, keybuf, keys, first, counts, pos, lcls, want_cls):
+    """Group inputs a..b-1 (see ``group_node``) into keys / first input / rows per class (keys,
+    first, counts, pos int64 (>= min(b - a, cap + 1),) OUT) and, when ``want_cls``, the local
+    class of each input (lcls int32 (b - a,) OUT). A dense counting array (``use_dense``: dense
+    int32 covers the key space) or open addressing: hkey int64 / hval int32 of power-of-two
+    size >= 2 min(b - a, cap + 1) + 2. dense and hkey all -1 on entry and exit.
     Returns the classes found; cap + 1 means it stopped early."""
     lim = cap + 1
     if lim > b - a:
@@ -437,6 +438,24 @@ def _group_chunk(src, cols, lut, lutoff, use_lut, cnt, strides, a, b, cap, hkey,
         for t in range(a0, b0):
             key = keybuf[t - a0]
             w = cnt[t] if has_cnt else 1
+            if use_dense:
+                s = dense[key]
+                if s < 0:
+                    dense[key] = nout
+                    s = nout
+                    keys[s] = key
+                    first[s] = t
+                    counts[s] = w
+                    pos[s] = key
+                    nout += 1
+                else:
+                    counts[s] += w
+                if want_cls:
+                    lcls[t - a] = s
+                if nout > cap:
+                    stop = True
+                    break
+                continue
             h = np.int64((np.uint64(key) * _GOLDEN) >> shift)
             while True:
                 k0 = hkey[h]
@@ -463,19 +482,22 @@ def _group_chunk(src, cols, lut, lutoff, use_lut, cnt, strides, a, b, cap, hkey,
         if stop:
             break
     for s in range(nout):
-        hkey[pos[s]] = -1
+        if use_dense:
+            dense[pos[s]] = -1
+        else:
+            hkey[pos[s]] = -1
     return nout
 
 
 @njit_parallel
-def group_node_parallel(src, cols, lut, lutoff, use_lut, rep, cnt, identity, strides, cap,
-                        scr_key, scr_val, hkey, hval, want_cls):
+def group_node_parallel(src, cols, lut, lutoff, use_lut, rep, cnt, identity, strides, keyspace,
+                        cap, scr_key, scr_val, scr_dense, hkey, hval, want_cls):
     """``group_node`` in P = scr_key.shape[0] chunks of the inputs, one per thread, merged in
     chunk order: a class's first input overall lies in the first chunk that holds it, so the
     classes come out in the sequential order with the same representatives, counts and codes
-    (identical results). Open addressing only. scr_key int64 (P, S) (all -1 on entry and exit),
-    scr_val int32 (P, S), S a power of two >= 2 min(ceil(c / P), cap + 1) + 2; hkey / hval as
-    in ``group_node``. Same returns. O(c·d / P + classes) time."""
+    (identical results). scr_key int64 (P, S) (all -1 on entry and exit), scr_val int32 (P, S),
+    S a power of two >= 2 min(ceil(c / P), cap + 1) + 2; scr_dense int32 (P, D) all -1, used
+    when keyspace <= D; hkey / hval as in ``group_node``. Same returns. O(c·d / P + classes)."""
     c = src.shape[1]
     P = scr_key.shape[0]
     L = (c + P - 1) // P
@@ -492,7 +514,8 @@ def group_node_parallel(src, cols, lut, lutoff, use_lut, rep, cnt, identity, str
         b = (p + 1) * c // P
         keybuf = np.empty(4096, dtype=np.int64)
         cn[p] = _group_chunk(src, cols, lut, lutoff, use_lut, cnt, strides, a, b, cap, scr_key[p],
-                             scr_val[p], keybuf, ckeys[p], cfirst[p], ccnt[p], cpos[p],
+                             scr_val[p], scr_dense[p], keyspace <= scr_dense.shape[1], keybuf,
+                             ckeys[p], cfirst[p], ccnt[p], cpos[p],
                              lcls[a:b] if want_cls else lcls, want_cls)
     lim = cap + 1
     if lim > c:

@@ -188,12 +188,12 @@ class NodeChecker:
             rep, cnt = (self._norep[0], self._norep[1]) if tab is None else tab[:2]
             rep, cnt, cls = K.group_tuple(sp.codes, rep, cnt, tab is None, cols, cap, want_cls)
             return rep, cnt, cls, sp.codes[cols[:, None], rep[None, :]]
-        if tab is None and cap < _NO_CAP and self.t >= PARALLEL_MIN \
-                and ks > self._dense.shape[0]:  # a long pass into a hash table: in chunks
-            key_scr, val_scr = self._chunk_scratch()
+        if tab is None and cap < _NO_CAP and self.t >= PARALLEL_MIN:  # a long pass: in chunks
+            key_scr, val_scr, dense_scr = self._chunk_scratch()
             return K.group_node_parallel(sp.codes, cols, self._nolut, self._nolut, False,
-                                         self._norep[0], self._norep[1], True, strides, cap,
-                                         key_scr, val_scr, self._hkey, self._hval, want_cls)
+                                         self._norep[0], self._norep[1], True, strides, ks, cap,
+                                         key_scr, val_scr, dense_scr, self._hkey, self._hval,
+                                         want_cls)
         if tab is None:
             return K.group_node(sp.codes, cols, self._nolut, self._nolut, False, self._norep[0],
                                 self._norep[1], True, strides, ks, cap, self._dense, self._hkey,
@@ -208,8 +208,8 @@ class NodeChecker:
                             self._dense, self._hkey, self._hval, self._keybuf, want_cls)
 
     def _chunk_scratch(self):
-        """Per-thread hash tables of ``group_node_parallel`` (allocated on first use): one row
-        per numba thread, sized for min(t / threads, cap + 1) keys."""
+        """Per-thread tables of ``group_node_parallel`` (allocated on first use): one row per
+        numba thread, hash tables sized for min(t / threads, cap + 1) keys, dense arrays."""
         if self._scratch is None:
             import numba
             P = max(1, int(numba.get_num_threads()))
@@ -218,7 +218,8 @@ class NodeChecker:
             while size < 2 * keys + 2:
                 size *= 2
             self._scratch = (np.full((P, size), -1, dtype=np.int64),
-                             np.empty((P, size), dtype=np.int32))
+                             np.empty((P, size), dtype=np.int32),
+                             np.full((P, self._dense.shape[0]), -1, dtype=np.int32))
         return self._scratch
 
     def _source(self, levels):
