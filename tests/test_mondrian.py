@@ -156,3 +156,30 @@ def test_leaf_children_cut_equals_the_general_tree_cut(case):
         left = int((values <= cut).sum()) if cut == cut else -1
         results.append((left, cost))
     assert results[0] == results[1]
+
+
+@pytest.mark.parametrize("column", ["short_int", "wide_int", "float", "signed_zero"])
+def test_kernel_codes_keep_order_and_give_back_each_coordinate(column):
+    """code_dimensions: W's int32 codes order the rows as their coordinates do (ties stay ties)
+    and vals[vals_off[j] + code] is the row's coordinate exactly, on the offset path (short
+    integer span) and the rank path (floats, a 1e12-wide integer column, -0.0 next to 0.0)."""
+    from kanon_duckdb.algorithms.mondrian import code_dimensions
+    rng = np.random.default_rng(3)
+    n = 500
+    x = {"short_int": rng.integers(-40, 60, n).astype(np.float64),
+         "wide_int": rng.integers(0, 7, n) * 1e12 - 5.0,
+         "float": rng.normal(size=n).round(3),
+         "signed_zero": rng.choice([-0.0, 0.0, -1.5, 2.25], n)}[column]
+    tree = build_index("c", [("a", "*"), ("b", "*")])
+    cat = rng.integers(0, 2, (n, 1)).astype(np.int32)
+    data = QIData(n=n, num=x.reshape(n, 1), num_null=np.zeros((n, 1), bool),
+                  num_lo=np.array([x.min()]), num_hi=np.array([x.max()]),
+                  num_is_int=np.array([column in ("short_int", "wide_int")]), cat=cat,
+                  trees=[tree], num_names=["x"], cat_names=["c"])
+    W, vals, off = code_dimensions(data)
+    assert W.dtype == np.int32 and W.shape == (n, 2)
+    assert np.array_equal(vals[off[0] + W[:, 0]], x)
+    assert np.array_equal(vals[off[1] + W[:, 1]], cat[:, 0])
+    order = np.argsort(x, kind="stable")
+    assert np.all(np.diff(W[order, 0]) >= 0)  # order kept
+    assert np.array_equal(np.diff(x[order]) == 0, np.diff(W[order, 0]) == 0)  # ties kept

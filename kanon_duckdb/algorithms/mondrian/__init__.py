@@ -34,6 +34,7 @@ from ..base import Algorithm, Partition, no_progress
 from ...qidata import QIData
 from ...taxonomy._lca import lca_nodes
 from ...privacy import spec_of
+from ..._numba_config import njit
 from ._kernels import Dims, mondrian_partition
 
 LEAF_ORDER_FALLBACK = True  # measured on Adult (ARX QIs): lower GCP at every k with gain-based ties
@@ -62,14 +63,41 @@ def _scales(data: QIData):
 SHORT_SPAN = 1 << 24  # integer coordinates spanning fewer values are coded by offset (no sort)
 
 
-def _column_codes(col: np.ndarray, integral: bool) -> tuple[np.ndarray, np.ndarray]:
-    """(int32 codes, float64 coordinate of each code) of one column of coordinates, order
-    preserving: the offset from the smallest when ``integral`` and the span is short (O(n)),
-    else the rank among the distinct values (hash-based dictionary, then a sort of the
-    distinct values)."""
-    lo, hi = float(col.min()), float(col.max())
-    if integral and hi - lo < SHORT_SPAN:
-        return (col - lo).astype(np.int32), lo + np.arange(int(hi - lo) + 1, dtype=np.float64)
+@njit
+def _extremes(num, cat):
+    """(smallest, largest) of each column of ``num`` (float64) and ``cat`` (int32, as float64),
+    in one row-major pass."""
+    dn = num.shape[1]
+    lo = np.full(dn + cat.shape[1], np.inf)
+    hi = np.full(dn + cat.shape[1], -np.inf)
+    for i in range(num.shape[0]):
+        for j in range(dn):
+            v = num[i, j]
+            lo[j] = min(lo[j], v)
+            hi[j] = max(hi[j], v)
+        for j in range(cat.shape[1]):
+            v = np.float64(cat[i, j])
+            lo[dn + j] = min(lo[dn + j], v)
+            hi[dn + j] = max(hi[dn + j], v)
+    return lo, hi
+
+
+@njit
+def _fill_codes(num, cat, base, by_offset, W):
+    """W[:, j] = num[:, j] - base[j] for the numeric columns with ``by_offset[j]``, W[:, dn + j]
+    = cat[:, j], in one row-major pass (the other numeric columns are filled by rank)."""
+    dn = num.shape[1]
+    for i in range(num.shape[0]):
+        for j in range(dn):
+            if by_offset[j]:
+                W[i, j] = np.int32(num[i, j] - base[j])
+        for j in range(cat.shape[1]):
+            W[i, dn + j] = cat[i, j]
+
+
+def _rank_codes(col: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(int32 rank of each value among the column's distinct values, the sorted distinct
+    values): a hash dictionary, then a sort of the distinct values only."""
     import pyarrow as pa
     import pyarrow.compute as pc
     enc = pc.dictionary_encode(pa.array(col + 0.0))  # + 0.0: -0.0 and 0.0 are one value
@@ -82,19 +110,25 @@ def _column_codes(col: np.ndarray, integral: bool) -> tuple[np.ndarray, np.ndarr
 
 def code_dimensions(data: QIData):
     """(W int32 (n, d) row-major codes, vals float64, vals_off int64 (d + 1,)) for the kernels
-    (see ``_kernels``): numeric QIs first (``_column_codes``; integer SQL types and their NULL
-    coordinate are integral), then the categorical QIs' leaf ordinals, whose coordinate is the
-    ordinal itself. O(n·d), plus a sort of the distinct values of a float or wide column."""
-    d = data.dn + data.dc
+    (see ``_kernels``), order preserving: numeric QIs first, coded by their offset from the
+    smallest coordinate when the column is integral (integer SQL types, NULL coordinate
+    included) and spans fewer than SHORT_SPAN values, else by rank (``_rank_codes``); then the
+    categorical QIs' leaf ordinals, whose coordinate is the ordinal itself. O(n·d) in two
+    row-major passes, plus a hash and a sort of the distinct values of a float or wide column."""
+    dn, d = data.dn, data.dn + data.dc
     W = np.empty((data.n, d), dtype=np.int32)
+    lo, hi = _extremes(data.num, data.cat)
+    by_offset = np.array([bool(data.num_is_int[j]) and hi[j] - lo[j] < SHORT_SPAN
+                          for j in range(dn)], dtype=np.bool_)
+    _fill_codes(data.num, data.cat, lo[:dn].copy(), by_offset, W)
     vals, off = [], [0]
-    for j in range(data.dn):
-        W[:, j], v = _column_codes(data.num[:, j], bool(data.num_is_int[j]))
-        vals.append(v)
-        off.append(off[-1] + v.size)
-    for j in range(data.dc):
-        W[:, data.dn + j] = data.cat[:, j]
-        v = np.arange(int(data.cat[:, j].max()) + 1, dtype=np.float64)
+    for j in range(d):
+        if j >= dn:
+            v = np.arange(int(hi[j]) + 1, dtype=np.float64)  # a leaf ordinal is its coordinate
+        elif by_offset[j]:
+            v = lo[j] + np.arange(int(hi[j] - lo[j]) + 1, dtype=np.float64)
+        else:
+            W[:, j], v = _rank_codes(data.num[:, j])
         vals.append(v)
         off.append(off[-1] + v.size)
     return W, np.concatenate(vals) if vals else np.zeros(0), np.asarray(off, dtype=np.int64)
