@@ -16,9 +16,11 @@ and :func:`expose` registers the same Python object under the same name on the r
 both reads (the algorithm's, through the cursor, and the output's, in the caller's query) see the
 same data. Cost: one ``SELECT current_connection_id()`` per connection, on its first register.
 
-Objects registered before ``kanon_duckdb`` was imported are not known; a RecordBatchReader can
-be read once only, so it is refused (register ``reader.read_all()`` instead).
-TEMP tables cannot be bridged this way (see ``relation.NOT_VISIBLE``).
+Objects registered before ``kanon_duckdb`` was imported are not known (DuckDB's Python API cannot
+list a connection's registered objects): ``k_anonymize`` reads them in the caller's own query
+(``caller_read.py``), as it reads TEMP tables; the other macros refuse them with an error
+naming the fix (``relation.NOT_VISIBLE``). A RecordBatchReader can be read once only, so it is
+refused (register ``reader.read_all()`` instead).
 """
 from __future__ import annotations
 
