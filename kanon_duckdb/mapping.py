@@ -32,7 +32,8 @@ MAPPING_FIELDS = (("qi", "VARCHAR"), ("raw", "VARCHAR"), ("ec", "BIGINT"), ("lab
 
 
 def _run_of(cur, tbl):
-    _, qualified = resolve_table(cur, tbl, include_views=True)
+    # allow_temp: a reader cursor's only TEMP objects are the caller's registered ones
+    _, qualified = resolve_table(cur, tbl, include_views=True, allow_temp=True)
     cols = [c for c, _ in table_columns(cur, qualified)]
     if "kanon_run" not in cols or "ec" not in cols:
         raise InvalidParameterError(

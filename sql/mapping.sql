@@ -3,6 +3,7 @@
 -- (qi, raw value) with the published label (categorical; every leaf of the tree the run used) or
 -- range lo/hi (numeric; the distinct raw values of the run's source); ec is NULL. Local recoding:
 -- one row per (class ec, qi) with the class's published label or range; raw is NULL.
--- Columns: qi, raw, ec, label, lo, hi.
+-- Columns: qi, raw, ec, label, lo, hi. anon_tbl: a table, a view, or an object registered on the
+-- calling connection or cursor.
 CREATE OR REPLACE MACRO kanon_mapping(anon_tbl) AS TABLE
-SELECT unnest(__kanon_mapping(anon_tbl), recursive := true);
+SELECT unnest(__kanon_mapping(anon_tbl, current_connection_id()), recursive := true);

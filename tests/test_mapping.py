@@ -65,3 +65,19 @@ def test_local_recoding_boxes(con):
 def test_not_an_anonymized_table(con):
     with pytest.raises(duckdb.Error, match="not an output of k_anonymize"):
         con.execute("FROM kanon_mapping('t')").fetchall()
+
+
+@pytest.mark.parametrize("through", ["connection", "cursor"])
+def test_mapping_of_a_registered_output_equals_the_tables(con, through):
+    """An anonymized table registered as Arrow on the calling connection or cursor
+    (registered.CallerConnection) maps as the table does."""
+    con.execute("CREATE OR REPLACE TABLE m2 AS FROM k_anonymize('t', k := 2, qi := ['age', 'rel'])")
+    caller = con if through == "connection" else con.cursor()
+    caller.register("m2_arrow", con.sql("FROM m2").to_arrow_table())
+    try:
+        assert (caller.execute("FROM kanon_mapping('m2_arrow') ORDER BY ec, qi").fetchall()
+                == con.execute("FROM kanon_mapping('m2') ORDER BY ec, qi").fetchall())
+    finally:
+        caller.unregister("m2_arrow")
+        if caller is not con:
+            caller.close()

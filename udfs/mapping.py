@@ -17,13 +17,16 @@ def declare(ctx: UdfContext) -> list[UDF]:
     row_type = pa.struct([(name, _ARROW[t]) for name, t in MAPPING_FIELDS])
     sql_type = "STRUCT(" + ", ".join(f"{n} {t}" for n, t in MAPPING_FIELDS) + ")[]"
 
-    def kanon_mapping(tbl):
+    def kanon_mapping(tbl, caller):
         from kanon_duckdb.mapping import mapping_rows
-        cur = con.cursor()
+        from kanon_duckdb.registered import CallerConnection
+        # objects registered on the caller (current_connection_id()) are registered on the cursor
+        cur = CallerConnection(con, first_value(caller)).cursor()
         try:
             rows = mapping_rows(cur, first_value(tbl))
         finally:
             cur.close()
         return pa.array([rows] * len(tbl), type=pa.list_(row_type))
 
-    return [UDF("__kanon_mapping", kanon_mapping, ("VARCHAR",), sql_type, side_effects=True)]
+    return [UDF("__kanon_mapping", kanon_mapping, ("VARCHAR", "UBIGINT"), sql_type,
+                side_effects=True)]
