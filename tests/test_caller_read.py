@@ -153,3 +153,14 @@ def test_overload_dispatch_follows_plan_qis(con, sql_type):
                               "FROM (SELECT v, 1 AS lo, 2 AS hi, 'x' AS lab FROM typed)").fetchall()[0]
     assert cell.startswith("STRUCT(lo") == bool(plan.numeric), (cell, plan)
     assert (bound == "int") == bool(plan.integer), (bound, plan)
+
+
+def test_metrics_of_a_temp_tables_output_equal_the_base_paths(con):
+    """The run of a TEMP table is recorded like any (global ranges, trees): its stored output
+    has the base-table output's metrics."""
+    con.execute(f"CREATE OR REPLACE TABLE out_base AS FROM k_anonymize('base', {ARGS})")
+    con.execute(f"CREATE OR REPLACE TABLE out_tmp AS FROM k_anonymize('tmp', {ARGS})")
+    sql = "SELECT gcp('{t}'), discernibility('{t}'), total_il('{t}'), k_anonymity('{t}', ['Age', 'zip'])"
+    got = con.execute(sql.format(t="out_tmp")).fetchall()[0]
+    want = con.execute(sql.format(t="out_base")).fetchall()[0]
+    assert got == pytest.approx(want, rel=1e-12) and want[3] >= 5
