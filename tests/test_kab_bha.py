@@ -460,6 +460,10 @@ def test_kab_run_record_counts_the_search():
         assert sum(t["distance"] < t["radius"] for t in dists) == d["swallowed"]
         assert d["best_initial_fitness"] == min(d["initial_fitness"])
         assert d["best_fitness"] <= d["best_initial_fitness"]
+        finals = [t for t in d["trace"] if t.get("final_swallow")]  # the end: 2 other stars
+        assert len(finals) == 2 and all(t["black_hole_after"] <= t["black_hole_before"]
+                                        for t in finals)
+        assert d["best_fitness"] == d["fitness_history"][-1] == finals[-1]["black_hole_after"]
         lo, hi = _blackhole.REBIRTH_SHARE  # replacements are reborn near the black hole
         assert all(lo <= t["reborn_share"] <= hi for t in d["trace"] if t.get("replaced"))
         gcp = con.sql("SELECT gcp('o')").fetchall()[0][0]

@@ -73,6 +73,7 @@ MAX_CANDIDATES = 8
 REBIRTH_SHARE = (0.05, 0.3)
 # a move stops after this many tried clusters in a row gave no exchange (the rest is settled)
 PATIENCE = 64
+FINAL_SWALLOW = True
 _ALL = np.zeros(0, dtype=np.bool_)  # ``among`` of exchange_worst: every cluster may be tried
 
 
@@ -342,6 +343,19 @@ def black_hole_search(ds, n, d, k, rng, init_star, n_stars, iterations, max_size
                     bh = s
                     n_bh_changes += 1
         history.append(float(fits[bh]))
+    if FINAL_SWALLOW and iterations > 0:
+        # the end: the black hole takes in what of every remaining star lowers its fitness
+        for s in range(n_stars):
+            if s == bh:
+                continue
+            bh_before = fits[bh]
+            rel, sw, _ = move(bh, s, 1.0, differing_clusters(stars[bh], counts[bh], stars[s],
+                                                              counts[s]))(None)
+            fits[bh] = fit(bh)
+            trace.append({"iteration": iterations, "star": s, "final_swallow": True,
+                          "black_hole_before": float(bh_before),
+                          "black_hole_after": float(fits[bh]), "absorbed_moves": int(rel + sw)})
+        history[-1] = float(fits[bh])
     progress(1.0)
     best_initial = float(min(initial_fits))
     info = {
