@@ -118,9 +118,9 @@ def checked_spec(cur, tbl, spec: dict) -> tuple:
     """(plan, run arguments as a dict) after validating everything that can be checked before
     the run: k, algo, parameters, the relation (a name or a relation.Source), the QIs."""
     from kanon_duckdb.encoding import plan_qis
-    checked_options(tbl, spec, None)  # k, algo, parameters first, as the user reads them
+    args = checked_options(tbl, spec, None)  # k, algo, parameters first, as the user reads them
     plan = plan_qis(cur, tbl, spec.get("qi"), spec.get("numeric"), spec.get("categorical"))
-    args = checked_options(tbl, spec, plan.qi)
+    args["qi"] = plan.qi
     from kanon_duckdb.objectives import check_weights
     check_weights(args["params"].get("weights"), plan.qi)  # its names are QIs: refused before the run
     args["plan"] = dataclasses.asdict(plan)  # the run reuses it: planned once per statement
