@@ -65,7 +65,7 @@ def check_k(k, n=None):
 
 def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, categorical=None,
               params=None, progress=no_progress, record=True, taxonomies=None,
-              ranges=None, row_counts=None) -> AnonymizationResult:
+              ranges=None, row_counts=None, sensitive_reference=None) -> AnonymizationResult:
     """Anonymize ``table`` (read through ``con``) and record the run in ``kanon_runs``.
 
     ``taxonomies``: QI -> kanon_taxonomy attr naming the tree a QI uses (else the tree of
@@ -73,6 +73,9 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
     kanon_runs.qi_trees.
     ``ranges``: numeric QI -> (min, max) of the whole table when ``table`` is one part of it
     (the Spark partitions, ``kanon_duckdb.spark``): widths, cuts and NCP use them (``with_ranges``).
+    ``sensitive_reference``: (pyarrow Table of the whole table's distinct sensitive tuples, their
+    row counts) when ``table`` is one part of it: l-diversity is per class, but t-closeness
+    measures against the whole table's distribution (``privacy.spec.build_spec``).
     ``row_counts``: a column of ``table`` telling how many rows each of its rows stands for
     (``table`` is a histogram computed elsewhere, e.g. Spark's ``groupBy(qi).count()``); full-
     domain (lattice) algorithms only, which read histograms anyway.
@@ -106,7 +109,8 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
         if ranges is not None:
             data = with_ranges(data, [ranges[c] for c in plan.numeric])
         check_k(k, data.n_rows)
-        spec = privacy_hooks.attach(con, data, models, sensitive, t_distance, plan.table)
+        spec = privacy_hooks.attach(con, data, models, sensitive, t_distance, plan.table,
+                                    sensitive_reference)
         objectives.attach(data, weights)
         # the algorithms read the weights from data; the privacy hooks take them as a vector
         run_params = {**params, "weights": objectives.weight_vector(data)}

@@ -42,7 +42,7 @@ if MISSING:
         pytest.fail(f"KANON_REQUIRE_EXTRAS requires pyspark but {MISSING}", pytrace=False)
     pytest.skip(MISSING, allow_module_level=True)
 
-from kanon_duckdb.errors import InvalidParameterError  # noqa: E402
+from kanon_duckdb.errors import InfeasibleError, InvalidParameterError  # noqa: E402
 from kanon_duckdb.spark import k_anonymize  # noqa: E402
 
 QI = ["age", "zip", "sex", "job"]
@@ -180,8 +180,6 @@ def test_clustering_algorithm_runs_per_partition(df, con, taxonomy):
 
 
 def test_what_cannot_be_enforced_is_refused(df):
-    with pytest.raises(InvalidParameterError, match="cannot enforce"):
-        k_anonymize(df, 5, QI, sensitive="income", l=2)
     with pytest.raises(InvalidParameterError, match="partition_rows"):
         k_anonymize(df, 5, QI, partition_rows=6)
 
@@ -208,3 +206,66 @@ def test_lattice_on_the_spark_histogram_equals_the_duckdb_path(df, con, taxonomy
                                   for e in {r["ec"] for r in rows})
     assert classes(spark_rows) == classes(duck_rows)
     assert info["details"]["node"] == duck_details(con, duck)["node"]
+
+
+@pytest.fixture(scope="module")
+def patients(spark):
+    """600 rows, a skewed sensitive column (flu 50 %, cold 30 %, hiv 10 %, cancer 10 %) whose
+    share varies with age (young rows hold most of the flu), as pandas and Spark."""
+    import pandas as pd
+    c = kanon_duckdb.connect()
+    pdf = c.sql("""SELECT i AS id, 20 + (hash(i) % 50)::INTEGER AS age,
+        (10000 + hash(i + 1) % 90)::BIGINT AS zip, ['F', 'M'][1 + (hash(i + 2) % 2)::INTEGER] AS sex,
+        ['nurse', 'doctor', 'clerk', 'manager'][1 + (hash(i + 3) % 4)::INTEGER] AS job,
+        CASE WHEN (hash(i + 5) % 10) + (CASE WHEN 20 + (hash(i) % 50) < 40 THEN 0 ELSE 2 END) < 5
+             THEN 'flu' WHEN hash(i + 5) % 10 < 8 THEN 'cold' WHEN hash(i + 5) % 10 = 8 THEN 'hiv'
+             ELSE 'cancer' END AS disease
+        FROM range(600) t(i)""").df()
+    c.close()
+    assert isinstance(pdf, pd.DataFrame)
+    return pdf, spark.createDataFrame(pdf)
+
+
+def published_classes(out):
+    """pandas rows of a Spark output, non-suppressed, grouped by their published QI values
+    (independent of ec)."""
+    pdf = out.toPandas()
+    key = ["age_min", "age_max", "zip_min", "zip_max", "sex", "job"]
+    return pdf, pdf[~pdf["suppressed"]].groupby(key, dropna=False)
+
+
+def test_l_diversity_holds_across_partitions(patients, taxonomy):
+    source, sdf = patients
+    info = {}
+    out = k_anonymize(sdf, 4, QI, taxonomy=taxonomy, partition_rows=100, info=info,
+                      sensitive="disease", l=3)
+    assert info["partitions"] >= 3
+    pdf, groups = published_classes(out)
+    assert len(pdf) == 600 and sorted(pdf["id"]) == sorted(source["id"])
+    assert groups.size().min() >= 4
+    assert groups["disease"].nunique().min() >= 3  # distinct 3-diversity, every class
+    merged = pdf.merge(source, on="id", suffixes=("", "_src"))
+    assert (merged["disease"] == merged["disease_src"]).all()
+    assert ((merged["age_min"] <= merged["age"]) & (merged["age"] <= merged["age_max"])).all()
+    with pytest.raises(InfeasibleError, match="l=5 is impossible"):  # 4 values in the table
+        k_anonymize(sdf, 4, QI, taxonomy=taxonomy, sensitive="disease", l=5)
+
+
+def test_t_closeness_against_the_global_distribution_across_partitions(patients, taxonomy):
+    source, sdf = patients
+    info = {}
+    t = 0.2
+    out = k_anonymize(sdf, 4, QI, taxonomy=taxonomy, partition_rows=100, info=info,
+                      sensitive="disease", t=t)
+    assert info["partitions"] >= 2
+    pdf, groups = published_classes(out)
+    assert len(pdf) == 600 and groups.size().min() >= 4
+    p_global = source["disease"].value_counts(normalize=True)
+    # equal ground distance: EMD = half the L1 distance to the whole table's distribution
+    emd = groups["disease"].apply(lambda s: 0.5 * (s.value_counts(normalize=True)
+                                                   .reindex(p_global.index, fill_value=0)
+                                                   - p_global).abs().sum())
+    assert emd.max() <= t + 1e-9
+    # the cuts really had to respect t: the young half alone is farther than t from the table
+    young = source[source["age"] < 40]["disease"].value_counts(normalize=True)
+    assert 0.5 * (young.reindex(p_global.index, fill_value=0) - p_global).abs().sum() > 0.1

@@ -85,10 +85,12 @@ def recorded(privacy_params: dict, spec) -> dict:
     return out
 
 
-def attach(con, data, models, sensitive, t_distance, table=None):
-    """Build the run's PrivacySpec from the encoded rows and put it in ``data.extra``."""
+def attach(con, data, models, sensitive, t_distance, table=None, reference=None):
+    """Build the run's PrivacySpec from the encoded rows and put it in ``data.extra``
+    (``reference``: the whole table's sensitive histogram, see ``spec.build_spec``)."""
     spec = build_spec(con, models, sensitive, t_distance,
-                      {c: data.extra[c] for c in sensitive}, data.n, table, data.counts)
+                      {c: data.extra[c] for c in sensitive}, data.n, table, data.counts,
+                      reference)
     data.extra[EXTRA_KEY] = spec
     return spec
 

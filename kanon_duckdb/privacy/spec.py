@@ -246,11 +246,14 @@ def resolve_distance(con, name: str, arr: pa.Array, requested: str | None, table
 
 
 def build_spec(con, models: tuple, sensitive: list, t_distance, columns: dict, n: int,
-               table=None, counts=None) -> PrivacySpec:
+               table=None, counts=None, reference=None) -> PrivacySpec:
     """Encode the sensitive columns (``columns``: name -> Arrow array of the n rows) for
     ``models``; ``counts`` int64 (n,): rows each stands for (QIData.counts), None = one each.
-    Raises when a hierarchical distance has no taxonomy or the whole table already violates a
-    model (then nothing can satisfy it)."""
+    ``reference``: (pyarrow Table of the whole table's distinct sensitive tuples, int64 row
+    count of each) when these rows are one part of a larger table (a Spark partition): value
+    codes cover the whole table's values and t-closeness measures against the whole table's
+    distribution, as on one machine. Raises when a hierarchical distance has no taxonomy or the
+    rows already violate a model (then nothing can satisfy it)."""
     row_w = np.zeros(0) if counts is None else np.asarray(counts, dtype=np.float64)
     n_rows = float(row_w.sum()) if counts is not None else float(n)
     k_min = max(m.min_class_size for m in models if hasattr(m, "min_class_size"))
@@ -266,10 +269,15 @@ def build_spec(con, models: tuple, sensitive: list, t_distance, columns: dict, n
     val_off = [0]
     node_off = [0]
     p_parts, parents, leaves, weights, orders, distances, labels = [], [], [], [], [], [], []
+    ref_w = None if reference is None else np.asarray(reference[1], dtype=np.float64)
+    n_ref = 0 if reference is None else len(ref_w)
     for a, name in enumerate(sensitive):
         arr = columns[name]
         if hasattr(arr, "combine_chunks"):
             arr = arr.combine_chunks()
+        if reference is not None:  # the whole table's values first: codes over its domain
+            ref = reference[0].column(name).combine_chunks()
+            arr = pa.concat_arrays([ref.cast(arr.type) if ref.type != arr.type else ref, arr])
         dist = resolve_distance(con, name, arr, t_distance, table) if tmod is not None else "equal"
         if dist == "hierarchical":
             tree = sensitive_tree(con, name, table)
@@ -292,9 +300,14 @@ def build_spec(con, models: tuple, sensitive: list, t_distance, columns: dict, n
             leaves.append(np.zeros(m, np.int32))
             node_off.append(node_off[-1])
             labels.append(lab)
+        if reference is not None:
+            p_parts.append(np.bincount(c[:n_ref], weights=ref_w, minlength=m) / ref_w.sum())
+            c = c[n_ref:]
+        else:
+            p_parts.append(np.bincount(c, weights=row_w if row_w.size else None, minlength=m)
+                           / n_rows)
         codes[:, a] = c
         val_off.append(val_off[-1] + m)
-        p_parts.append(np.bincount(c, weights=row_w if row_w.size else None, minlength=m) / n_rows)
         distances.append(dist)
     cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)
     fp = np.array([float(k_min), float(lmod.l) if lmod else 0.0,

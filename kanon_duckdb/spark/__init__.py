@@ -16,18 +16,27 @@ How (DESIGN.md, "Beyond one machine"):
 2. The top levels of the Mondrian tree in Spark (``_split``: exact counts, approximate medians)
    until every partition has at most ``partition_rows`` rows or no cut keeps ``k`` rows a side.
 3. Each partition runs ``algo`` (Mondrian or a clustering algorithm) through
-   ``groupBy(...).applyInArrow`` on the executor (``_worker``). Numba compiles once per worker
-   process and its on-disk cache (``cache=True``, next to the installed package) is shared by
-   the workers of a machine; ``kanon-duckdb warmup`` fills it ahead of time.
+   ``groupBy(...).applyInArrow`` on the executor (``_worker``). numba compiles once per
+   machine: a worker process's first partition warms the kernels under a machine-wide lock
+   into numba's on-disk cache (``cache=True``; ``spark.executorEnv.NUMBA_CACHE_DIR`` moves it),
+   which every other process loads; ``kanon-duckdb warmup`` fills it ahead of time.
+   ``info['partition_log'].value`` (after the action) lists per partition its rows, worker
+   process, seconds and numba compiles.
 
 Each partition holds >= k rows and every class of its result holds >= k rows, so the union is
 k-anonymous; ``max_risk`` raises the class size as in DuckDB. With one partition the output
-equals the DuckDB path's.
+equals the DuckDB path's. l-diversity and t-closeness (``sensitive=``, ``l=``, ``t=`` ...):
+Spark first collects the whole table's histogram of sensitive tuples (the models are checked on
+it); a top-level cut is taken only when both sides satisfy the models as wholes (exact counts
+per partition and sensitive tuple), and every partition measures t-closeness against the whole
+table's distribution (``anonymize(..., sensitive_reference=)``), so every class of the union
+satisfies them as on one machine.
 
 Full-domain (lattice) algorithms (``optimal``, ``kgen``, ``random``, ``datafly``) need one node
 for the whole table: they run on Spark's histogram of distinct QI tuples collected to the driver
 (``_lattice``), every privacy model included, and the rows get their classes by a join in Spark;
 the output equals the DuckDB path's (same node, same published values and classes).
+
 Executors need the package installed (``pip install 'kanon-duckdb[spark]'``); in local mode
 the driver's copy is used.
 """
@@ -108,23 +117,47 @@ def _output_schema(df, plan):
     return arrow, from_arrow_schema(arrow)
 
 
-def _check_models(algo, k, params) -> int:
-    """The class size the top-level cuts must keep (k, or ceil(1/max_risk)); refuses what this
-    path cannot enforce."""
-    from ..algorithms import get_algorithm
+def _models(algorithm, k, params):
+    """(class size the top-level cuts must keep: k or ceil(1/max_risk), models, sensitive
+    columns as given, t_distance) of the run (``privacy.spec.parse_models``)."""
     from ..privacy.hooks import split_params
-    from ..privacy.models import AvgRisk, KAnonymity, MaxRisk
     from ..privacy.spec import parse_models
-    algorithm = get_algorithm(algo)
     _algo_params, privacy, _local = split_params(algorithm, params)
-    models, _sensitive, _t = parse_models(privacy, k, algorithm.name)
-    refused = [m.describe()["model"] for m in models
-               if not isinstance(m, (KAnonymity, MaxRisk, AvgRisk)) and algorithm.family != "lattice"]
-    if refused:
-        raise InvalidParameterError(
-            f"kanon_duckdb.spark cannot enforce {', '.join(refused)} across partitions yet; run "
-            f"k_anonymize in DuckDB for these models, or drop them")
-    return max(int(m.min_class_size) for m in models)
+    models, sensitive, t_distance = parse_models(privacy, k, algorithm.name)
+    return max(int(m.min_class_size) for m in models), models, sensitive, t_distance
+
+
+def _side_check(df, plan, models, sensitive, t_distance, edges):
+    """(``_split.SideCheck``, the whole table's sensitive histogram for the partitions'
+    ``sensitive_reference``) when a model looks at sensitive values (l-diversity,
+    t-closeness), else (None, None). One Spark aggregation by sensitive tuple, collected; the
+    models are checked on the whole table (InfeasibleError when it already violates them)."""
+    import numpy as np
+    from pyspark.sql import functions as F
+
+    import kanon_duckdb
+
+    from ..privacy.hooks import sensitive_columns
+    from ..privacy.models import TCloseness
+    from ..privacy.spec import build_spec
+    from ._split import SideCheck
+    if not any(hasattr(m, "kind") or isinstance(m, TCloseness) for m in models):
+        return None, None
+    cols = sensitive_columns(plan, sensitive, models, [])
+    hist = (df.groupBy(*[F.col(f"`{c}`") for c in cols]).agg(F.count(F.lit(1)).alias("__kanon_n"))
+            .toArrow())
+    counts = hist.column("__kanon_n").to_numpy().astype(np.int64)
+    values = hist.select(cols)
+    con = kanon_duckdb.connect()
+    try:
+        if edges:
+            con.executemany("INSERT INTO kanon_taxonomy VALUES (?, ?, ?)", [list(e) for e in edges])
+        spec = build_spec(con, models, cols, t_distance, {c: values.column(c) for c in cols},
+                          hist.num_rows, None, counts)
+    finally:
+        con.close()
+    index = {tuple(r[c] for c in cols): i for i, r in enumerate(values.to_pylist())}
+    return SideCheck(spec, cols, index), (values, counts)
 
 
 def _partition_log(sc):
@@ -161,14 +194,18 @@ def k_anonymize(df, k, qi, algo="mondrian", taxonomy=None, *, numeric=None, cate
     k = check_k(k)
     if int(partition_rows) < 2 * k:
         raise InvalidParameterError(f"partition_rows={partition_rows} must be at least 2*k={2 * k}")
-    min_size = _check_models(algo, k, params)
-    plan = _plan(df, qi, numeric, categorical)
     algorithm = get_algorithm(algo)
+    min_size, models, sensitive, t_distance = _models(algorithm, k, params)
+    plan = _plan(df, qi, numeric, categorical)
     if algorithm.family == "lattice":
         from ._lattice import anonymize_lattice
         return anonymize_lattice(df, k, plan, _edges(taxonomy), algorithm, seed, params,
                                  _output_schema(df, plan)[1], info)
-    edges = [e for e in _edges(taxonomy) if e[0] in plan.categorical]
+    all_edges = _edges(taxonomy)
+    edges = [e for e in all_edges if e[0] in plan.categorical]
+    check, reference = _side_check(df, plan, models, sensitive, t_distance, all_edges)
+    if check is not None:  # the sensitive columns' trees (hierarchical t-closeness) go along
+        edges += [e for e in all_edges if e[0] in check.columns and e[0] not in plan.categorical]
     aggs = [F.count(F.lit(1)).alias("__n")]
     for c in plan.numeric:
         x = F.col(f"`{c}`").cast("double")
@@ -200,11 +237,13 @@ def k_anonymize(df, k, qi, algo="mondrian", taxonomy=None, *, numeric=None, cate
         scales.append(float(max(tree.leaf_count, 1)))
     coords = df.select("*", *[x.alias(coordinate(j)) for j, x in enumerate(cols)],
                        F.lit(0).cast("long").alias(PART))
-    parted, n_parts, levels = split(coords, n, scales, min_size, int(partition_rows))
+    parted, n_parts, levels = split(coords, n, scales, min_size, int(partition_rows),
+                                    check=check)
     arrow_schema, spark_schema = _output_schema(df, plan)
     spec = {"k": k, "algo": algo, "qi": plan.qi, "numeric": plan.numeric or None,
             "categorical": plan.categorical or None, "seed": seed, "params": params,
-            "ranges": ranges, "edges": edges, "token": uuid.uuid4().hex, "schema": arrow_schema}
+            "ranges": ranges, "edges": edges, "reference": reference, "token": uuid.uuid4().hex,
+            "schema": arrow_schema}
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
     log = _partition_log(df.sparkSession.sparkContext) if info is not None else None

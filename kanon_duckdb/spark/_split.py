@@ -22,11 +22,38 @@ def coordinate(j: int) -> str:
     return f"__kanon_x{j}"
 
 
-def split(sdf, n_rows: int, scales, k: int, max_rows: int, max_levels: int = 40):
+class SideCheck:
+    """Whether a side of a cut satisfies the privacy models as a whole (l-diversity,
+    t-closeness against the whole table), from its exact histogram of sensitive tuples.
+
+    ``spec``: the run's PrivacySpec over the whole table's distinct sensitive tuples
+    (``privacy.spec.build_spec``, its ``codes`` one row per tuple); ``columns``: the sensitive
+    columns; ``index``: tuple of values -> row of ``spec.codes``."""
+
+    def __init__(self, spec, columns, index):
+        self.spec, self.columns, self.index = spec, list(columns), index
+
+    def sides_ok(self, rows, total, left) -> bool:
+        """Both sides of a cut satisfy every model: ``rows`` int (t,) tuples of the partition
+        (rows of ``spec.codes``), ``total`` / ``left`` their row counts in the partition and on
+        the left side. One kernel call over 2t weighted tuples."""
+        import dataclasses
+
+        import numpy as np
+        t = len(rows)
+        sub = dataclasses.replace(self.spec, codes=np.ascontiguousarray(self.spec.codes[np.concatenate([rows, rows])]),
+                                  row_w=np.concatenate([left, total - left]).astype(np.float64))
+        ec = np.repeat(np.arange(2, dtype=np.int64), t)
+        return bool(sub.classes_ok(ec, 2).all())
+
+
+def split(sdf, n_rows: int, scales, k: int, max_rows: int, max_levels: int = 40, check=None):
     """(DataFrame with the final ``PART`` column, number of partitions, levels run).
 
     ``sdf`` holds ``coordinate(j)`` for j < len(scales) and ``PART`` = 0; ``scales[j]`` is the
-    normalizing width of coordinate j (> 0)."""
+    normalizing width of coordinate j (> 0). ``check``: a SideCheck when the run has
+    l-diversity or t-closeness: a cut is taken only when both sides satisfy them as wholes
+    (exact counts per sensitive tuple, one aggregation by partition and tuple)."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
     d = len(scales)
@@ -57,7 +84,10 @@ def split(sdf, n_rows: int, scales, k: int, max_rows: int, max_levels: int = 40)
                 le = F.when(m == p, F.col(x) <= F.lit(med[p][j])).otherwise(le)
                 lt = F.when(m == p, F.col(x) < F.lit(med[p][j])).otherwise(lt)
             side_aggs += [F.sum(le.cast("long")).alias(f"le{j}"), F.sum(lt.cast("long")).alias(f"lt{j}")]
-        sides = {r[PART]: r for r in sub.groupBy(PART).agg(*side_aggs).collect()}
+        if check is None:
+            sides = {r[PART]: r for r in sub.groupBy(PART).agg(*side_aggs).collect()}
+        else:
+            sides, tuples = _sides_by_tuple(sub, side_aggs, check, d)
         cuts = {}
         for p in todo:
             n = stats[p]["n"]
@@ -68,7 +98,10 @@ def split(sdf, n_rows: int, scales, k: int, max_rows: int, max_levels: int = 40)
                     break  # this and every narrower coordinate is constant here
                 options = [(abs(2 * left - n), strict, left) for strict, left in
                            ((False, sides[p][f"le{j}"] or 0), (True, sides[p][f"lt{j}"] or 0))
-                           if left >= k and n - left >= k]
+                           if left >= k and n - left >= k and (
+                               check is None or check.sides_ok(
+                                   tuples[p][0], tuples[p][1],
+                                   tuples[p][2][f"{'lt' if strict else 'le'}{j}"]))]
                 if options:
                     _, strict, left = min(options)
                     cuts[p] = (j, med[p][j], strict, next_id, next_id + 1, left, n - left)
@@ -91,3 +124,25 @@ def split(sdf, n_rows: int, scales, k: int, max_rows: int, max_levels: int = 40)
         cur.unpersist()
         cur = nxt
     return cur, len(counts), levels
+
+
+def _sides_by_tuple(sub, side_aggs, check, d):
+    """Side counts per partition (as ``split``'s rows: ``le{j}``, ``lt{j}``) and, per partition,
+    (tuple rows of ``check.spec``, row counts, {``le{j}``/``lt{j}``: left counts}) from one
+    aggregation by partition and sensitive tuple."""
+    import numpy as np
+    from pyspark.sql import functions as F
+    rows = sub.groupBy(PART, *[F.col(f"`{c}`") for c in check.columns]).agg(
+        F.count(F.lit(1)).alias("__kanon_n"), *side_aggs).collect()
+    names = [f"{s}{j}" for j in range(d) for s in ("le", "lt")]
+    by_part: dict = {}
+    for r in rows:
+        by_part.setdefault(r[PART], []).append(r)
+    sides, tuples = {}, {}
+    for p, rs in by_part.items():
+        idx = np.array([check.index[tuple(r[c] for c in check.columns)] for r in rs], np.int64)
+        total = np.array([r["__kanon_n"] for r in rs], np.int64)
+        left = {x: np.array([r[x] or 0 for r in rs], np.int64) for x in names}
+        sides[p] = {x: int(v.sum()) for x, v in left.items()}
+        tuples[p] = (idx, total, left)
+    return sides, tuples

@@ -90,7 +90,8 @@ def _connection(token: str, edges):
 def anonymize_partition(table: pa.Table, spec: dict, log=None) -> pa.Table:
     """Published rows of one partition (``table``: the source columns plus ``PART``), cast to
     ``spec['schema']``. ``spec``: k, algo, qi, numeric, categorical, seed, params, ranges,
-    edges, token, schema (pyarrow schema of the output). ``log``: a Spark list accumulator
+    edges, token, schema (pyarrow schema of the output), reference (the whole table's sensitive
+    histogram or None). ``log``: a Spark list accumulator
     that receives one dict per partition: ``pid`` (worker process), ``partition``, ``rows``,
     ``seconds`` (this call), ``compiles`` / ``compile_s`` (numba compiles during it)."""
     counter = _compile_counter()
@@ -158,7 +159,8 @@ def _anonymize_partition(table: pa.Table, spec: dict) -> pa.Table:
         res = anonymize(con, resolve_source(con, name, allow_temp=True), k=spec["k"],
                         algo=spec["algo"], qi=spec["qi"], seed=spec["seed"],
                         numeric=spec["numeric"], categorical=spec["categorical"],
-                        params=dict(spec["params"]), record=False, ranges=spec["ranges"])
+                        params=dict(spec["params"]), record=False, ranges=spec["ranges"],
+                        sensitive_reference=spec.get("reference"))
         rel, token = published(con, res)
         try:
             out = rel.arrow()
