@@ -260,6 +260,19 @@ def black_hole_search(ds, n, d, k, rng, init_star, n_stars, iterations, max_size
     def new_star(sd):
         return lambda ss: dense_labels(init_star(np.random.default_rng(sd), ss))
 
+    def absorb(s):
+        """The black hole moves toward star s (every BH cluster that is not also one of s);
+        kept only when its fitness does not rise (exchanges lower the IL but do not check the
+        privacy models). Returns (fitness before, records moved)."""
+        before, saved = fits[bh], stars[bh].copy()
+        rel, sw, _ = move(bh, s, 1.0, differing_clusters(stars[bh], counts[bh], stars[s],
+                                                          counts[s]))(None)
+        fits[bh] = fit(bh)
+        if fits[bh] > before:
+            stars[bh], fits[bh] = saved, before
+            return before, 0
+        return before, int(rel + sw)
+
     def reborn_star(sd, share):
         hole, n_hole = stars[bh].copy(), counts[bh]
         return lambda _ss: dense_labels(reborn(hole, n_hole, share, np.random.default_rng(sd)))
@@ -312,14 +325,11 @@ def black_hole_search(ds, n, d, k, rng, init_star, n_stars, iterations, max_size
                 swallowed.append((s, dist))
         for s, dist in swallowed:
             # the black hole swallows the star: it takes in what of the star lowers its fitness
-            bh_before = fits[bh]
-            rel, sw, _ = move(bh, s, 1.0, differing_clusters(stars[bh], counts[bh], stars[s],
-                                                              counts[s]))(None)
-            fits[bh] = fit(bh)
+            bh_before, moved_records = absorb(s)
             n_absorbed += int(fits[bh] < bh_before)
             trace.append({"iteration": it, "star": s, "swallowed": True,
                           "black_hole_before": float(bh_before),
-                          "black_hole_after": float(fits[bh]), "absorbed_moves": int(rel + sw)})
+                          "black_hole_after": float(fits[bh]), "absorbed_moves": moved_records})
         if swallowed:
             sds = seeds(len(swallowed))
             if reborn is None:
@@ -348,13 +358,10 @@ def black_hole_search(ds, n, d, k, rng, init_star, n_stars, iterations, max_size
         for s in range(n_stars):
             if s == bh:
                 continue
-            bh_before = fits[bh]
-            rel, sw, _ = move(bh, s, 1.0, differing_clusters(stars[bh], counts[bh], stars[s],
-                                                              counts[s]))(None)
-            fits[bh] = fit(bh)
+            bh_before, moved_records = absorb(s)
             trace.append({"iteration": iterations, "star": s, "final_swallow": True,
                           "black_hole_before": float(bh_before),
-                          "black_hole_after": float(fits[bh]), "absorbed_moves": int(rel + sw)})
+                          "black_hole_after": float(fits[bh]), "absorbed_moves": moved_records})
         history[-1] = float(fits[bh])
     progress(1.0)
     best_initial = float(min(initial_fits))
