@@ -235,10 +235,11 @@ def k_anonymize(df, k, qi, algo="mondrian", taxonomy=None, *, numeric=None, cate
         lut = F.create_map(*pairs)
         cols.append(F.coalesce(lut[F.col(f"`{c}`").cast("string")], F.lit(-1)).cast("double"))
         scales.append(float(max(tree.leaf_count, 1)))
-    coords = df.select("*", *[x.alias(coordinate(j)) for j, x in enumerate(cols)],
-                       F.lit(0).cast("long").alias(PART))
-    parted, n_parts, levels = split(coords, n, scales, min_size, int(partition_rows),
-                                    check=check)
+    coords = df.select("*", *[x.alias(coordinate(j)) for j, x in enumerate(cols)])
+    narrow = coords.select(*[coordinate(j) for j in range(len(cols))],
+                           *[F.col(f"`{c}`") for c in (check.columns if check else [])])
+    part, n_parts, levels = split(narrow, n, scales, min_size, int(partition_rows), check=check)
+    parted = coords.withColumn(PART, part)
     arrow_schema, spark_schema = _output_schema(df, plan)
     spec = {"k": k, "algo": algo, "qi": plan.qi, "numeric": plan.numeric or None,
             "categorical": plan.categorical or None, "seed": seed, "params": params,
