@@ -106,15 +106,16 @@ _preload_thread = None
 
 
 def preload_in_background() -> None:
-    """Import the default path and load its cached kernels in a background thread, once per
-    process.
+    """Import numba and load the default path's cached kernels in a background thread, once per
+    process, so the first ``k_anonymize`` does not wait for them (about 0.5-0.7 s of CPU).
 
-    Called by ``connect()``/``register()`` so the first ``k_anonymize`` of a new process does
-    not wait for importing numba, initialising its compiler and loading cached kernels (about
-    0.5 s of CPU, overlapping ``connect()`` and the caller's own work). Only kernels already in
-    numba's cache are loaded: the thread stops at the first kernel that would compile
-    (:func:`_cache_only`). Set ``KANON_DUCKDB_PRELOAD=0`` to turn it off. The thread is not a
-    daemon: interpreter exit waits for it (at most the import time).
+    ``register()`` calls it first thing: while it registers (mostly DuckDB work, which releases
+    the GIL) the thread imports numba and sets up its compiler, modules the registration never
+    imports; once ``register()`` calls :func:`registered`, it imports the package's modules of
+    the Mondrian path and runs it once on the 400-row warm-up table, loading its kernels from
+    numba's cache. It stops at the first kernel that would compile (:func:`_cache_only`): it
+    never compiles in the background. ``KANON_DUCKDB_PRELOAD=0`` turns it off. The thread is
+    not a daemon: interpreter exit waits for it (well under a second).
     """
     global _preload_thread
     import os
@@ -122,6 +123,14 @@ def preload_in_background() -> None:
         return
     _preload_thread = threading.Thread(target=_preload, name="kanon-preload")
     _preload_thread.start()
+
+
+_registered = threading.Event()
+
+
+def registered() -> None:
+    """Tell the preload that a ``register()`` finished (its imports of the package are done)."""
+    _registered.set()
 
 
 class _CacheMiss(Exception):
@@ -158,6 +167,11 @@ def _preload() -> None:
     table in a private in-memory database (``anonymize`` needs no registration)."""
     _local.quiet = True
     try:
+        from . import _numba_config  # noqa: F401 - numba itself (and its BLAS check)
+        from numba.core.registry import cpu_target
+        cpu_target.typing_context.refresh()  # numba's compiler set-up, done on its first use
+        cpu_target.target_context.refresh()
+        _registered.wait(5.0)  # the package's modules: after register() imported its own
         import duckdb
         import pyarrow.compute  # noqa: F401 - encoding's dictionary encoding
 

@@ -120,3 +120,23 @@ def test_strings_equal_pa_array(values, text, n):
 def test_to_numpy_refuses_a_type_it_cannot_view():
     with pytest.raises(TypeError, match="unsupported Arrow type string"):
         arrowconv.to_numpy(pa.array(["a"]))
+
+
+def test_the_preload_never_compiles_in_the_background(tmp_path):
+    # an empty numba cache: the background preload of connect() stops at its first kernel
+    # instead of compiling (the user's own first call says it compiles, and does)
+    code = ("import time, kanon_duckdb, numba\n"
+            "from kanon_duckdb import warmup\n"
+            "con = kanon_duckdb.connect()\n"
+            "t = time.perf_counter(); warmup._preload_thread.join(); t = time.perf_counter() - t\n"
+            "from kanon_duckdb.algorithms.mondrian import _kernels\n"
+            "from numba.core.dispatcher import Dispatcher\n"
+            "n = sum(len(d.overloads) for d in vars(_kernels).values() "
+            "if isinstance(d, Dispatcher))\n"
+            "print(n, t < 60)\n")
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path), "KANON_DUCKDB_PRELOAD": "1"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env=env, timeout=300)
+    assert out.stdout.split() == ["0", "True"]
+    assert "compiling" not in out.stderr
+    assert not list(tmp_path.rglob("*.nbc"))  # nothing compiled, nothing cached
