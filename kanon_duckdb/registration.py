@@ -89,7 +89,7 @@ def register(con: duckdb.DuckDBPyConnection, *, progress: ProgressFn | None = No
     ``progress.Reporter``; silent by default.
     Also lets ``con.interrupt()`` and Ctrl-C stop a running anonymization (``interrupt``).
     """
-    from .warmup import preload_in_background, registered
+    from .warmup import preload_in_background, registration_done
     preload_in_background()  # numba in the background while this registers (see warmup)
     install_sigint_handler()
     ensure_runs_table(con)
@@ -100,7 +100,7 @@ def register(con: duckdb.DuckDBPyConnection, *, progress: ProgressFn | None = No
         con.execute(text)
     apply_comments(con, sql_scripts())  # each macro's doc comment becomes its DuckDB comment
     _open.add(con)
-    registered()  # the preload may now import the package's own modules
+    registration_done()  # the preload may now import the package's own modules
     return con
 
 

@@ -111,9 +111,9 @@ def preload_in_background() -> None:
 
     ``register()`` calls it first thing: while it registers (mostly DuckDB work, which releases
     the GIL) the thread imports numba and sets up its compiler, modules the registration never
-    imports; once ``register()`` calls :func:`registered`, it imports the package's modules of
-    the Mondrian path and runs it once on the 400-row warm-up table, loading its kernels from
-    numba's cache. It stops at the first kernel that would compile (:func:`_cache_only`): it
+    imports; once ``register()`` calls :func:`registration_done`, it imports the package's
+    modules of the Mondrian path and runs it once on the 400-row warm-up table, loading its
+    kernels from numba's cache. It stops at the first kernel that would compile (:func:`_cache_only`): it
     never compiles in the background. ``KANON_DUCKDB_PRELOAD=0`` turns it off. The thread is
     not a daemon: interpreter exit waits for it (well under a second).
     """
@@ -128,7 +128,7 @@ def preload_in_background() -> None:
 _registered = threading.Event()
 
 
-def registered() -> None:
+def registration_done() -> None:
     """Tell the preload that a ``register()`` finished (its imports of the package are done)."""
     _registered.set()
 
