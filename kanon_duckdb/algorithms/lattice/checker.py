@@ -30,7 +30,10 @@ tables and ``cache_rows`` classes in all (2 t by default). With ``stop_early`` (
 read only feasibility and feasible losses: optimal, datafly, random) grouping stops as soon as
 a node has more than ``cap = n // k + limit`` classes: at most n // k classes can reach k rows,
 so more leave over ``limit`` rows suppressed; such a node (n_suppressed -1) costs about cap
-inputs instead of the whole table, the common case near an all-distinct bottom. Per-QI minimum
+inputs instead of the whole table, the common case near an all-distinct bottom. Such capped
+passes over at least ``PARALLEL_MIN`` encoded rows run in one chunk per numba thread, merged in
+chunk order (``_kernels.group_node_parallel``: the same table as one sequential pass). Cached
+tables keep each class's codes (``kc``), which a roll-up maps level to level. Per-QI minimum
 levels (``bounds``): if QI j alone at level L leaves more than ``limit`` rows in classes < k,
 every node with that level is infeasible (its classes are subsets of the single-QI classes), so
 nodes below the bounds are rejected without counting.
