@@ -32,15 +32,20 @@ def _blas_check_without_scipy_linalg() -> None:
     names = ("scipy.linalg.cython_blas", "scipy.linalg.cython_lapack")
     seeded = []
     try:
-        for name in names:
-            spec = importlib.machinery.PathFinder.find_spec(
-                name, [f"{scipy.__path__[0]}/linalg"])
-            if spec is None:
-                break
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module
-            seeded.append(name)
-            spec.loader.exec_module(module)
+        try:
+            for name in names:
+                spec = importlib.machinery.PathFinder.find_spec(
+                    name, [f"{scipy.__path__[0]}/linalg"])
+                if spec is None:
+                    break
+                module = importlib.util.module_from_spec(spec)
+                sys.modules[name] = module
+                seeded.append(name)
+                spec.loader.exec_module(module)
+        except Exception:  # noqa: BLE001 - another scipy layout: numba's check imports it all
+            for name in seeded:
+                sys.modules.pop(name, None)
+            seeded = []
         import numba.np.arraymath  # noqa: F401 - runs numba's BLAS check now
     finally:
         for name in seeded:

@@ -140,3 +140,14 @@ def test_the_preload_never_compiles_in_the_background(tmp_path):
     assert out.stdout.split() == ["0", "True"]
     assert "compiling" not in out.stderr
     assert not list(tmp_path.rglob("*.nbc"))  # nothing compiled, nothing cached
+
+
+def test_an_unexpected_scipy_layout_falls_back_to_numbas_own_check():
+    code = ("import importlib.util, sys\n"
+            "def broken(spec):\n"
+            "    raise OSError('layout')\n"
+            "importlib.util.module_from_spec = broken  # the import system uses its own copy\n"
+            "import kanon_duckdb._numba_config, numba.np.arraymath as am\n"
+            "print(am._HAVE_BLAS, 'scipy.linalg' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "True"]
