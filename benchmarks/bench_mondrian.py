@@ -14,6 +14,7 @@ peak RSS, and a check of the written file (row count, smallest class).
 
     python benchmarks/bench_mondrian.py                          # Adult + both tables, 1M and 10M
     python benchmarks/bench_mondrian.py --skip-adult --sizes 1e5 --tables int
+    python benchmarks/bench_mondrian.py --skip-adult --sizes 1e5 --stages  # + per-stage seconds
     python benchmarks/bench_mondrian.py --skip-adult --sizes '' --out-of-core 5e7 --workdir /tmp/x
 """
 from __future__ import annotations
@@ -80,7 +81,49 @@ def adult_rows(ks, qi, reps=3):
     return rows
 
 
-def _child(mode: str, n: int, repeat: int, table: str) -> dict:
+STAGES = (("encode", "kanon_duckdb.anonymize", "encode"),
+          ("kernel", "kanon_duckdb.algorithms.mondrian", "mondrian_partition"),
+          ("assignment build", "kanon_duckdb.assignment", "Assignment"),
+          ("row look-ups", "kanon_duckdb.assignment", "STORE.classes_of"))
+
+
+def staged_run(con, sql: str) -> dict:
+    """Run ``sql`` once with the stages of STAGES timed (wall and process CPU seconds, summed
+    over calls: the row look-ups run once per scanned chunk); 'statement' is the whole
+    statement, whose remainder is DuckDB's second read, join and write plus the publishing of
+    the classes. Timing wrappers are installed for this run only."""
+    import importlib
+    out, undo = {}, []
+
+    def timed(label, fn):
+        def wrapper(*a, **kw):
+            t0, c0 = time.perf_counter(), time.process_time()
+            try:
+                return fn(*a, **kw)
+            finally:
+                w, c = out.get(label, (0.0, 0.0))
+                out[label] = (w + time.perf_counter() - t0, c + time.process_time() - c0)
+        return wrapper
+
+    for label, module, attr in STAGES:
+        owner = importlib.import_module(module)
+        *path, name = attr.split(".")
+        for part in path:
+            owner = getattr(owner, part)
+        original = getattr(owner, name)
+        setattr(owner, name, timed(label, original))
+        undo.append((owner, name, original))
+    try:
+        t0, c0 = time.perf_counter(), time.process_time()
+        con.execute(sql)
+        out["statement"] = (time.perf_counter() - t0, time.process_time() - c0)
+    finally:
+        for owner, name, original in undo:
+            setattr(owner, name, original)
+    return out
+
+
+def _child(mode: str, n: int, repeat: int, table: str, stages: bool = False) -> dict:
     """Run one measured step ``repeat`` times in this (fresh) process: 'orderby' or 'mondrian'
     on the synthetic ``table`` (a key of TABLES).
 
@@ -116,14 +159,17 @@ def _child(mode: str, n: int, repeat: int, table: str) -> dict:
         extra["kernel_s"] = statistics.median(
             r[0] for r in con.execute("SELECT elapsed_s FROM kanon_runs WHERE n_rows = ?", [n]).fetchall())
         extra["min_class"] = con.sql("SELECT min(ec_size) FROM out").fetchall()[0][0]
+        if stages:
+            con.execute("DROP TABLE IF EXISTS out")
+            extra["stages"] = staged_run(con, sql)
     con.close()
     return {"seconds": statistics.median(runs), "runs": runs, "peak_rss_mb": peak,
             "rss_before_mb": base, "out_table_mb": out_mb, **extra}
 
 
-def measure(mode: str, n: int, repeat: int, table: str, workdir: str = "") -> dict:
+def measure(mode: str, n: int, repeat: int, table: str, workdir: str = "", stages=False) -> dict:
     out = subprocess.run([sys.executable, __file__, "--child", mode, "--n", str(n), "--repeat", str(repeat),
-                          "--child-table", table, "--workdir", workdir],
+                          "--child-table", table, "--workdir", workdir] + (["--stages"] if stages else []),
                          capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -215,6 +261,8 @@ def main(argv=None):
     ap.add_argument("--skip-adult", action="store_true")
     ap.add_argument("--repeat", type=int, default=3,
                     help="runs per synthetic step, each step in its own process; the median is reported")
+    ap.add_argument("--stages", action="store_true",
+                    help="one more k_anonymize run per size with its stages timed (wall / CPU s)")
     ap.add_argument("--child", choices=["orderby", "mondrian", "ooc_orderby", "ooc_mondrian"],
                     help=argparse.SUPPRESS)
     ap.add_argument("--child-table", default="mixed", help=argparse.SUPPRESS)
@@ -222,7 +270,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.child:
         out = (_ooc_child(args.child, args.n, args.workdir) if args.child.startswith("ooc_")
-               else _child(args.child, args.n, args.repeat, args.child_table))
+               else _child(args.child, args.n, args.repeat, args.child_table, args.stages))
         print(json.dumps(out))
         return
     ks = [int(x) for x in args.ks.split(",") if x]
@@ -237,11 +285,13 @@ def main(argv=None):
     for table in [t for t in args.tables.split(",") if t] if sizes else []:
         print(f"\nSynthetic '{table}' table, n x {TABLES[table][2]}, k = 10; each step in its own "
               f"process, median of {args.repeat} runs (all runs listed below)")
-        rows, runs = [], []
+        rows, runs, staged = [], [], []
         for n in sizes:
             ob = measure("orderby", n, args.repeat, table)
-            mo = measure("mondrian", n, args.repeat, table)
+            mo = measure("mondrian", n, args.repeat, table, stages=args.stages)
             runs.append((n, ob["runs"], mo["runs"]))
+            if "stages" in mo:
+                staged.append((n, mo["stages"]))
             rows.append((f"{n:,}", f"{ob['seconds']:.2f}", f"{mo['seconds']:.2f}",
                          f"{mo['seconds'] / ob['seconds']:.2f}", f"{mo['kernel_s']:.2f}",
                          f"{ob['peak_rss_mb'] - ob['rss_before_mb']:.0f}",
@@ -256,6 +306,9 @@ def main(argv=None):
         for n, ob_runs, mo_runs in runs:
             print(f"  {n:,} rows, all runs: ORDER BY {', '.join(f'{t:.2f}' for t in ob_runs)}; "
                   f"k_anonymize {', '.join(f'{t:.2f}' for t in mo_runs)}")
+        for n, st in staged:
+            print(f"  {n:,} rows, stages of one more k_anonymize run (wall / CPU s): "
+                  + "; ".join(f"{k} {w:.2f} / {c:.2f}" for k, (w, c) in st.items()))
     if args.out_of_core:
         if not args.workdir:
             ap.error("--out-of-core needs --workdir (a directory with room for the table and outputs)")
