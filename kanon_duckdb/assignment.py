@@ -43,19 +43,23 @@ IDLE_S = 600.0
 
 
 @njit
+def _rows_differ(num, num_null, cat, a, b):
+    """True when rows a and b hold different encoded QI tuples."""
+    for j in range(num.shape[1]):
+        if num[a, j] != num[b, j] or num_null[a, j] != num_null[b, j]:
+            return True
+    for j in range(cat.shape[1]):
+        if cat[a, j] != cat[b, j]:
+            return True
+    return False
+
+
+@njit
 def _tuples_differ(skeys, order, num, num_null, cat):
     """True when two rows with the same key hold different encoded QI tuples (a collision)."""
     for i in range(1, skeys.shape[0]):
-        if skeys[i] != skeys[i - 1]:
-            continue
-        a = order[i]
-        b = order[i - 1]
-        for j in range(num.shape[1]):
-            if num[a, j] != num[b, j] or num_null[a, j] != num_null[b, j]:
-                return True
-        for j in range(cat.shape[1]):
-            if cat[a, j] != cat[b, j]:
-                return True
+        if skeys[i] == skeys[i - 1] and _rows_differ(num, num_null, cat, order[i], order[i - 1]):
+            return True
     return False
 
 
@@ -126,13 +130,8 @@ def _index_rows(keys, slots, chain, num, num_null, cat):
         j = slots[h]
         chain[i] = j
         slots[h] = i
-        if j >= 0 and check:
-            for c in range(num.shape[1]):
-                if num[i, c] != num[j, c] or num_null[i, c] != num_null[j, c]:
-                    return True
-            for c in range(cat.shape[1]):
-                if cat[i, c] != cat[j, c]:
-                    return True
+        if j >= 0 and check and _rows_differ(num, num_null, cat, i, j):
+            return True
     return False
 
 
