@@ -18,7 +18,10 @@ Prints, per size (``--sizes``, default 1e6) on the 8-QI mixed synthetic table of
   same table read from Parquet, written to Parquet: seconds, partitions, GCP through the SQL
   ``gcp()`` macro (the Spark output is loaded into DuckDB and measured under the single-machine
   run's record: same QIs, trees and global ranges) and its difference to the single-machine
-  Mondrian GCP in points, peak RSS of the JVM and of the largest Python worker (sampled).
+  Mondrian GCP in points, peak RSS of the JVM and of the largest Python worker and CPU seconds
+  of the driver, JVM and workers (sampled from /proc), and from the run's ``partition_log``:
+  seconds inside the workers' partitions, the largest partition, worker processes, numba
+  compiles.
 
 Each run happens in this process after one warm-up on 2,000 rows (compiles excluded). Run it
 under ``flock /tmp/kanon-bench.lock`` on a shared machine and say so with the figures.
