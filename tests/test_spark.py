@@ -185,7 +185,7 @@ def test_clustering_algorithm_runs_per_partition(df, con, taxonomy):
     check_k_and_truth(rows_of(out), source, 3)
 
 
-def test_what_cannot_be_enforced_is_refused(df):
+def test_partition_rows_below_two_k_is_refused(df):
     with pytest.raises(InvalidParameterError, match="partition_rows"):
         k_anonymize(df, 5, QI, partition_rows=6)
 
