@@ -67,7 +67,7 @@ import pyarrow.compute as pc
 from .taxonomy.store import read_index, resolve_tree_attr, run_tree_attrs, taxonomy_attrs
 from .errors import InvalidParameterError, UnknownObjectError
 from .published import bound_columns, qi_layout
-from .sqlutil import quote_ident, resolve_table, table_columns
+from .sqlutil import quote_ident, table_columns
 from .taxonomy.tree import flat_index
 
 DEFAULT_MODELS = ("knn", "svm", "rf", "nb")
@@ -152,8 +152,12 @@ def _qis_from_runs(con, anon_table, anon_cols):
 def plan_utility(con, raw_table, anon_table, label, qi=None) -> UtilityPlan:
     """Resolve the tables, the QIs (``qi`` or the ``kanon_runs`` row of the anonymized table),
     and the pass-through columns. Errors name the missing piece."""
-    _, raw_sql = resolve_table(con, raw_table)
-    _, anon_sql = resolve_table(con, anon_table)
+    # tables, views, files; allow_temp: ``con`` is the caller's own connection (Python API) or
+    # a reader cursor whose only TEMP objects are the caller's registered ones (the SQL macro)
+    from .relation import resolve_source
+    raw = resolve_source(con, raw_table, allow_temp=True)
+    anon = resolve_source(con, anon_table, allow_temp=True)
+    raw_sql, anon_sql = raw.sql, anon.sql
     raw_cols, raw_types = _columns(con, raw_sql)
     anon_cols, _ = _columns(con, anon_sql)
     types = dict(zip(raw_cols, raw_types))
@@ -171,7 +175,7 @@ def plan_utility(con, raw_table, anon_table, label, qi=None) -> UtilityPlan:
                 raise UnknownObjectError(
                     f"QI '{c}' has neither '{c}_min'/'{c}_max' nor '{c}' in table {anon_table!r}")
     else:
-        found = _qis_from_runs(con, anon_table, anon_cols)
+        found = _qis_from_runs(con, anon, anon_cols)
         if found is None:
             raise InvalidParameterError(
                 f"cannot tell the quasi-identifiers of {anon_table!r} (no kanon_run column); "

@@ -61,7 +61,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .errors import UnknownObjectError
-from .sqlutil import resolve_table, table_columns
+from .sqlutil import quote_ident, resolve_table, split_qualified, table_columns
 
 # Table functions whose string form is accepted (file readers: they read, never write).
 READERS = ("read_parquet", "parquet_scan", "read_csv", "read_csv_auto", "read_json",
@@ -169,3 +169,28 @@ def _reader_call(text: str) -> str | None:
     return text
 
 
+
+
+def shadow_check(source) -> tuple | None:
+    """(schema, name, message) for ``__kanon_temp_check`` (sql/00_shadow.sql) when the catalog
+    table or view ``source`` (a Source, as the reader cursor resolved it) is named with one or
+    two parts, so a TEMP table or view of the caller named alike would shadow it in the caller's
+    query (DuckDB searches ``temp.<schema>`` first, also for ``main.t``); schema and name are
+    lowercased (DuckDB matches them case-insensitively), the message names both fixes. None when
+    nothing can shadow it (a file, a reader call, a three-part name, an object read as
+    registered). O(1)."""
+    if source.kind != "table" or source.parts is None:
+        return None
+    parts = split_qualified(source.name.strip())
+    if len(parts) > 2 or source.parts[0].lower() == "temp":
+        return None
+    schema = parts[0] if len(parts) == 2 else "main"
+    regular = ".".join(quote_ident(p) for p in source.parts)
+    temp = f"temp.{quote_ident(schema)}.{quote_ident(parts[-1])}"
+    message = (f"'{source.name}' names a TEMP table or view of your connection, which shadows the "
+               f"table {regular}: DuckDB reads the TEMP one, while kanon-duckdb's reader (a "
+               f"cursor: relation.py) sees only {regular}, so nothing was read. Fix: pass "
+               f"'{regular}' to read the regular table; pass '{temp}' to k_anonymize to "
+               f"anonymize the TEMP one (read in your own query); the metric, check and "
+               f"query_error macros cannot read it: {NOT_VISIBLE}")
+    return schema.lower(), parts[-1].lower(), message

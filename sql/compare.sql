@@ -6,8 +6,11 @@
 -- FROM (VALUES ('a_k5'), ('a_k10')) v(t).
 CREATE OR REPLACE MACRO kanon_compare(tables) AS TABLE
 SELECT t AS "table", unnest(__kanon_metrics(t, current_connection_id()))
-FROM (SELECT unnest(tables) AS t);
+FROM (SELECT unnest(tables) AS t)
+WHERE __kanon_unshadowed(t, current_connection_id());   -- sql/00_shadow.sql
 
 -- kanon_metrics(tbl): the utility metrics of one anonymized table as a STRUCT; tbl may come from
 -- a column (the metric macros themselves need a constant table name).
-CREATE OR REPLACE MACRO kanon_metrics(tbl) AS __kanon_metrics(tbl, current_connection_id());
+CREATE OR REPLACE MACRO kanon_metrics(tbl) AS
+    CASE WHEN __kanon_unshadowed(tbl, current_connection_id())
+         THEN __kanon_metrics(tbl, current_connection_id()) END;

@@ -6,4 +6,5 @@
 -- Columns: qi, raw, ec, label, lo, hi. anon_tbl: a table, a view, or an object registered on the
 -- calling connection or cursor.
 CREATE OR REPLACE MACRO kanon_mapping(anon_tbl) AS TABLE
-SELECT unnest(__kanon_mapping(anon_tbl, current_connection_id()), recursive := true);
+SELECT unnest(__kanon_mapping(anon_tbl, current_connection_id()), recursive := true)
+WHERE __kanon_unshadowed(anon_tbl, current_connection_id());   -- sql/00_shadow.sql

@@ -132,7 +132,7 @@ CREATE OR REPLACE MACRO kanon_classes(tbl) AS TABLE
 WITH src AS (
     SELECT *, NULL::DOUBLE AS __kanon_pad_lo, NULL::DOUBLE AS __kanon_pad_hi,
            NULL::VARCHAR AS __kanon_pad_cat
-    FROM query_table(tbl)
+    FROM __kanon_read(tbl)
 ),
 cls AS (
     SELECT ec AS __kanon_ec, count(*) AS __kanon_size, bool_or(suppressed) AS __kanon_sup,
@@ -199,7 +199,7 @@ WITH agg AS MATERIALIZED (   -- one pass, grouped by the suppressed flag (2 rows
             AS 'hist_\0'
     FROM (SELECT *, NULL::DOUBLE AS __kanon_pad_lo, NULL::DOUBLE AS __kanon_pad_hi,
                  NULL::VARCHAR AS __kanon_pad_cat
-          FROM query_table(tbl))
+          FROM __kanon_read(tbl))
     GROUP BY suppressed
 ),
 plain AS (   -- agg's columns picked by prefix (one per aggregate, in agg's order; no UDF call)
@@ -220,7 +220,7 @@ exact AS MATERIALIZED (   -- only when a plain sum is not finite (no row read ot
     WITH bounds AS (
         SELECT suppressed AS __kanon_sup, COLUMNS(__kanon_bounds(tbl))::DOUBLE
         FROM (SELECT *, NULL::DOUBLE AS __kanon_pad_lo, NULL::DOUBLE AS __kanon_pad_hi
-              FROM query_table(tbl)) t
+              FROM __kanon_read(tbl)) t
         -- an empty join side when every sum is finite: the table is not scanned
         JOIN (SELECT unnest([false, true]) AS go FROM all_finite WHERE NOT ok) g
           ON g.go = coalesce(t.suppressed, false)

@@ -31,7 +31,7 @@ CREATE OR REPLACE MACRO gen_total_il(tbl) AS (
 CREATE OR REPLACE MACRO discernibility(tbl) AS (
     WITH cls AS (
         SELECT count(*) AS size, bool_or(suppressed) AS sup
-        FROM query_table(tbl) GROUP BY kanon_run, ec
+        FROM __kanon_read(tbl) GROUP BY kanon_run, ec
     )
     SELECT (coalesce(sum(size * size) FILTER (WHERE NOT sup), 0)
             + coalesce(sum(size) FILTER (WHERE sup), 0) * sum(size))::HUGEINT
@@ -44,14 +44,14 @@ CREATE OR REPLACE MACRO discernibility(tbl) AS (
 CREATE OR REPLACE MACRO cavg(tbl, k) AS (
     WITH cls AS (
         SELECT count(*) AS size, bool_or(suppressed) AS sup
-        FROM query_table(tbl) GROUP BY kanon_run, ec
+        FROM __kanon_read(tbl) GROUP BY kanon_run, ec
     )
     SELECT sum(size) / nullif(count(*) FILTER (WHERE NOT sup), 0) / k FROM cls
 ),
 (tbl) AS (
     WITH cls AS (
         SELECT kanon_run, count(*) AS size, bool_or(suppressed) AS sup
-        FROM query_table(tbl) GROUP BY kanon_run, ec
+        FROM __kanon_read(tbl) GROUP BY kanon_run, ec
     )
     SELECT sum(size) / nullif(count(*) FILTER (WHERE NOT sup), 0)
            / (SELECT max(r.k) FROM kanon_runs r WHERE r.run_id IN (SELECT kanon_run FROM cls))
@@ -60,5 +60,5 @@ CREATE OR REPLACE MACRO cavg(tbl, k) AS (
 
 -- suppression(tbl): suppressed rows / N.
 CREATE OR REPLACE MACRO suppression(tbl) AS (
-    SELECT avg(suppressed::INTEGER)::DOUBLE FROM query_table(tbl)
+    SELECT avg(suppressed::INTEGER)::DOUBLE FROM __kanon_read(tbl)
 );

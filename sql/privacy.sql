@@ -12,7 +12,7 @@
 -- STRUCT, the class key).
 CREATE OR REPLACE MACRO kanon_qi_keys(tbl, qi) AS TABLE
 SELECT row(*COLUMNS(lambda x: list_contains(__kanon_qi_cols(tbl, qi).cols, x))) AS g
-FROM (SELECT *, false AS __kanon_nosup FROM query_table(tbl))
+FROM (SELECT *, false AS __kanon_nosup FROM __kanon_read(tbl))
 WHERE NOT coalesce(COLUMNS(lambda x: x = __kanon_qi_cols(tbl, qi).sup_col), false);
 
 -- k_anonymity(tbl, qi): size of the smallest equivalence class (Sweeney 2002); NULL if no row.
@@ -25,7 +25,7 @@ CREATE OR REPLACE MACRO k_anonymity(tbl, qi) AS (
 CREATE OR REPLACE MACRO kanon_qi_rows(tbl, qi, col) AS TABLE
 SELECT row(*COLUMNS(lambda x: list_contains(__kanon_qi_cols(tbl, qi).cols, x))) AS g,
        COLUMNS(lambda x: x = __kanon_column(tbl, col)) AS v
-FROM (SELECT *, false AS __kanon_nosup FROM query_table(tbl))
+FROM (SELECT *, false AS __kanon_nosup FROM __kanon_read(tbl))
 WHERE NOT coalesce(COLUMNS(lambda x: x = __kanon_qi_cols(tbl, qi).sup_col), false);
 
 -- l_diversity(tbl, qi, sensitive, c := NULL) -> STRUCT("distinct" BIGINT, entropy DOUBLE,
@@ -61,7 +61,7 @@ CREATE OR REPLACE MACRO l_diversity(tbl, qi, sensitive, c := NULL) AS (
 -- kanon_sensitive_all(tbl, col): the sensitive column `col` of EVERY row (suppressed rows too: they
 -- publish their sensitive value), as v: the table distribution t-closeness compares with.
 CREATE OR REPLACE MACRO kanon_sensitive_all(tbl, col) AS TABLE
-SELECT COLUMNS(lambda x: x = __kanon_column(tbl, col)) AS v FROM query_table(tbl);
+SELECT COLUMNS(lambda x: x = __kanon_column(tbl, col)) AS v FROM __kanon_read(tbl);
 
 -- t_closeness(tbl, qi, sensitive, distance := NULL): the largest Earth Mover's Distance between a
 -- class's distribution of the sensitive attribute and the whole table's (Li et al. 2007), in

@@ -11,7 +11,9 @@
 -- caller's connection or cursor (current_connection_id() names the caller to the UDFs).
 -- The Python UDFs called here (__kanon_query_error_sql, __kanon_query_workload,
 -- __kanon_workload_errors, __kanon_rewrite) are registered by udfs/query_error.py; they read table
--- metadata through a cursor, so TEMP tables and uncommitted changes are not visible to them.
+-- metadata through a cursor, so TEMP tables and uncommitted changes are not visible to them; a
+-- TEMP table or view of the caller that shadows a table named alike is refused
+-- (__kanon_unshadowed, sql/00_shadow.sql), never silently swapped for that table.
 
 -- kanon_rewrite(sql, anon_tbl): the SQL that estimates the query `sql` (written against the raw
 -- table) on the anonymized table `anon_tbl`, as readable text.
@@ -26,13 +28,16 @@ CREATE OR REPLACE MACRO kanon_rel_error(a, e) AS
 -- query_error(sql, raw_tbl, anon_tbl): per result row (group): the group keys, [measure,]
 -- raw_value, anon_estimate, rel_error.
 CREATE OR REPLACE MACRO query_error(sql, raw_tbl, anon_tbl) AS TABLE
-    FROM query(__kanon_query_error_sql(sql, raw_tbl, anon_tbl, current_connection_id()));
+    FROM query(__kanon_query_error_sql(sql, raw_tbl, anon_tbl, current_connection_id()))
+    WHERE __kanon_unshadowed(raw_tbl, current_connection_id())
+      AND __kanon_unshadowed(anon_tbl, current_connection_id());
 
 -- query_workload(raw_tbl, n, seed, dims, qi): n random COUNT(*) range/equality queries over dims
 -- quasi-identifiers each (LeFevre et al. 2006); QIs from qi or from the latest kanon_runs record.
 CREATE OR REPLACE MACRO query_workload(raw_tbl, n := 1000, seed := 0, dims := 2, qi := NULL) AS TABLE
     SELECT unnest(__kanon_query_workload(raw_tbl, n, seed, dims, qi, current_connection_id()),
-                  recursive := true);
+                  recursive := true)
+    WHERE __kanon_unshadowed(raw_tbl, current_connection_id());
 
 -- workload_query_errors(workload_tbl, raw_tbl, anon_tbl): qid, raw_value, anon_estimate, rel_error
 -- for every query of a workload table (columns qid, sql): each table is read once and every query
@@ -40,7 +45,10 @@ CREATE OR REPLACE MACRO query_workload(raw_tbl, n := 1000, seed := 0, dims := 2,
 CREATE OR REPLACE MACRO workload_query_errors(workload_tbl, raw_tbl, anon_tbl) AS TABLE
     SELECT qid, raw_value, anon_estimate, kanon_rel_error(raw_value, anon_estimate) AS rel_error
     FROM (SELECT unnest(__kanon_workload_errors(workload_tbl, raw_tbl, anon_tbl,
-                                                current_connection_id()), recursive := true));
+                                                current_connection_id()), recursive := true))
+    WHERE __kanon_unshadowed(workload_tbl, current_connection_id())
+      AND __kanon_unshadowed(raw_tbl, current_connection_id())
+      AND __kanon_unshadowed(anon_tbl, current_connection_id());
 
 -- workload_error(workload_tbl, raw_tbl, anon_tbl): one row summarizing the relative errors; queries
 -- whose raw answer is 0 (or NULL) are skipped and counted in n_skipped.

@@ -113,6 +113,27 @@ def test_sql_macro_returns_one_row_per_model(adult_con):
     assert max(r[3] for r in rows) > 0.78
 
 
+@pytest.mark.parametrize("where", ["connection", "cursor"])
+def test_sql_macro_reads_registered_objects_and_views_as_the_base_tables(adult_con, where,
+                                                                         tmp_path):
+    """classification_utility takes the relations the metric macros take: a registered
+    DataFrame / Arrow table (on the connection or a cursor of it), a view, a Parquet file;
+    each gives the base tables' value (same rows, same seed)."""
+    q = ("SELECT model, accuracy_anon, f1_anon, accuracy_raw, f1_raw, n_train, n_test "
+         "FROM classification_utility({raw}, {anon}, 'income', models := ['nb', 'dt'])")
+    want = adult_con.execute(q.format(raw="'adult_s'", anon="'adult_k5'")).fetchall()
+    c = adult_con if where == "connection" else adult_con.cursor()
+    c.register("raw_df", adult_con.sql("FROM adult_s").df())
+    c.register("anon_arrow", adult_con.sql("FROM adult_k5").to_arrow_table())
+    assert c.execute(q.format(raw="'raw_df'", anon="'anon_arrow'")).fetchall() == want
+    c.unregister("raw_df")
+    c.unregister("anon_arrow")
+    adult_con.execute("CREATE OR REPLACE VIEW adult_k5_v AS FROM adult_k5")
+    path = str(tmp_path / "raw.parquet")
+    adult_con.execute(f"COPY adult_s TO '{path}'")
+    assert adult_con.execute(q.format(raw=f"'{path}'", anon="'adult_k5_v'")).fetchall() == want
+
+
 def test_same_seed_same_result_other_seed_other_split(adult_con):
     q = ("SELECT model, accuracy_anon, f1_anon, accuracy_raw, n_test FROM classification_utility("
          "'adult_s', 'adult_k5', 'income', models := ['rf', 'nb'], seed := ?)")

@@ -133,8 +133,13 @@ def reader_source(cur, connection_id, name):
     caller's own scan reads), else the name itself (``relation.resolve_source`` on use)."""
     from kanon_duckdb import registered
     from kanon_duckdb.relation import resolve_source
+    from kanon_duckdb.sqlutil import quote_ident
     if registered.expose(cur, connection_id, name):
-        return resolve_source(cur, name, allow_temp=True)
+        # the exposed view itself, also when a regular table has its name (DuckDB's caller
+        # resolves the name to the registered object); the Source keeps the name as given
+        view = registered.lookup(connection_id, name)[0]
+        source = resolve_source(cur, f"temp.main.{quote_ident(view)}", allow_temp=True)
+        return dataclasses.replace(source, name=name)
     return name
 
 
@@ -173,7 +178,13 @@ def declare(ctx: UdfContext) -> list[UDF]:
             plan, args = checked_spec(cur, source, spec)
         finally:
             cur.close()
-        text = output_sql(plan, f"__kanon_run({sql_string(json.dumps(args))})")
+        run_arg = sql_string(json.dumps(args))
+        from kanon_duckdb.relation import shadow_check
+        check = shadow_check(source)  # a TEMP object of the caller's named alike: an error first
+        if check is not None:
+            fields = ", ".join(f"{sql_string(f)}: {sql_string(v)}" for f, v in zip(("s", "n", "msg"), check))
+            run_arg = f"CASE WHEN __kanon_temp_check({{{fields}}}) THEN {run_arg} END"
+        text = output_sql(plan, f"__kanon_run({run_arg})")
         return repeat_string(text, len(tbl))
 
     def kanon_run(args_json):

@@ -150,6 +150,21 @@ def one_column(cur, tbl: str, name) -> str:
     raise UnknownObjectError(f"column '{name}' is not a column of table '{tbl}'; its columns are: {shown}")
 
 
+def shadow_key(cur, source) -> dict | None:
+    """``__kanon_temp_check``'s argument for ``source`` (what the reader cursor reads:
+    ``reader_source``'s answer): {s, n, msg} of a catalog table a TEMP object of the caller
+    named alike would shadow (``relation.shadow_check``), else None (a registered object, a
+    file, a name the cursor cannot resolve: the macro's other UDFs say why)."""
+    from kanon_duckdb.relation import resolve_source, shadow_check
+    if not isinstance(source, str):
+        return None
+    try:
+        check = shadow_check(resolve_source(cur, source))
+    except UnknownObjectError:
+        return None
+    return None if check is None else dict(zip(("s", "n", "msg"), check))
+
+
 def declare(ctx: UdfContext) -> list[UDF]:
     """``__kanon_column``, ``__kanon_meta`` and ``__kanon_qi_cols`` on ``ctx.con`` (deterministic)."""
     con = ctx.con
@@ -194,7 +209,22 @@ def declare(ctx: UdfContext) -> list[UDF]:
         res = memo.get(("col", conn_id, t, _registered(conn_id, t), c), lambda: _with_cursor(con, one_column, conn_id, t, c))
         return pa.array([res] * len(tbl), type=pa.string())
 
+    def kanon_shadow(tbl, conn):
+        # one answer per distinct name: kanon_compare passes a column of names
+        conn_id = caller(conn)
+        names = (tbl.combine_chunks() if hasattr(tbl, "combine_chunks") else tbl).to_pylist()
+        keys = {}
+        for t in names:
+            if t not in keys:
+                keys[t] = None if t is None else memo.get(
+                    ("shadow", conn_id, t, _registered(conn_id, t)),
+                    lambda t=t: _with_cursor(con, shadow_key, conn_id, t))
+        return pa.array([keys[t] for t in names], type=pa.struct([
+            ("s", pa.string()), ("n", pa.string()), ("msg", pa.string())]))
+
     return [
+        UDF("__kanon_shadow_in", kanon_shadow, ("VARCHAR", "BIGINT"),
+            "STRUCT(s VARCHAR, n VARCHAR, msg VARCHAR)"),
         UDF("__kanon_column_in", kanon_column, ("VARCHAR", "VARCHAR", "BIGINT"), "VARCHAR"),
         UDF("__kanon_meta_in", kanon_meta, ("VARCHAR", "BIGINT"), META_TYPE),
         UDF("__kanon_qi_cols_in", kanon_qi_cols, ("VARCHAR", "VARCHAR[]", "BIGINT"), QI_COLS_TYPE),

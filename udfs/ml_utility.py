@@ -2,8 +2,9 @@
 
 ``__kanon_ml(raw_tbl, anon_tbl, label, models, seed, test_fraction, qi, encoding, features)`` runs once
 (side effects: it trains models) and returns one LIST of per-model STRUCTs, which the macro
-unnests. It reads both tables through a cursor of the caller's database (TEMP tables are not
-visible). scikit-learn is imported only when it is called: the function is registered even
+unnests. It reads both relations (any ``relation.resolve_source`` takes) through a cursor of the
+caller's database that also sees the objects registered on the caller, the connection or cursor
+with id ``caller`` (``registered.CallerConnection``); TEMP tables are not visible. scikit-learn is imported only when it is called: the function is registered even
 without the ``[ml]`` extra and then fails with "install kanon-duckdb[ml]".
 """
 from __future__ import annotations
@@ -24,10 +25,12 @@ def declare(ctx: UdfContext) -> list[UDF]:
     """``__kanon_ml`` on ``ctx.con``."""
     con = ctx.con
 
-    def kanon_ml(raw_tbl, anon_tbl, label, models, seed, test_fraction, qi, encoding, features):
+    def kanon_ml(raw_tbl, anon_tbl, label, models, seed, test_fraction, qi, encoding, features,
+                 caller):
         # imported on first use
         from kanon_duckdb.ml_utility import RESULT_FIELDS, classification_utility
-        cur = con.cursor()
+        from kanon_duckdb.registered import CallerConnection
+        cur = CallerConnection(con, first_value(caller)).cursor()
         try:
             fraction = first_value(test_fraction)
             rows = classification_utility(
@@ -43,4 +46,4 @@ def declare(ctx: UdfContext) -> list[UDF]:
 
     return [UDF("__kanon_ml", kanon_ml,
                 ("VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR[]", "BIGINT", "DOUBLE", "VARCHAR[]",
-                 "VARCHAR", "VARCHAR"), ML_TYPE, side_effects=True)]
+                 "VARCHAR", "VARCHAR", "UBIGINT"), ML_TYPE, side_effects=True)]
