@@ -89,8 +89,6 @@ def register(con: duckdb.DuckDBPyConnection, *, progress: ProgressFn | None = No
     ``progress.Reporter``; silent by default.
     Also lets ``con.interrupt()`` and Ctrl-C stop a running anonymization (``interrupt``).
     """
-    from .warmup import preload_in_background, registration_done
-    preload_in_background()  # numba in the background while this registers (see warmup)
     install_sigint_handler()
     ensure_runs_table(con)
     ctx = UdfContext(con=con, progress=progress or no_progress)
@@ -100,7 +98,8 @@ def register(con: duckdb.DuckDBPyConnection, *, progress: ProgressFn | None = No
         con.execute(text)
     apply_comments(con, sql_scripts())  # each macro's doc comment becomes its DuckDB comment
     _open.add(con)
-    registration_done()  # the preload may now import the package's own modules
+    from .warmup import preload_in_background
+    preload_in_background()  # numba and the default kernels, so the first call is quick
     return con
 
 

@@ -109,13 +109,14 @@ def preload_in_background() -> None:
     """Import numba and load the default path's cached kernels in a background thread, once per
     process, so the first ``k_anonymize`` does not wait for them (about 0.5-0.7 s of CPU).
 
-    ``register()`` calls it first thing: while it registers (mostly DuckDB work, which releases
-    the GIL) the thread imports numba and sets up its compiler, modules the registration never
-    imports; once ``register()`` calls :func:`registration_done`, it imports the package's
-    modules of the Mondrian path and runs it once on the 400-row warm-up table, loading its
-    kernels from numba's cache. It stops at the first kernel that would compile (:func:`_cache_only`): it
-    never compiles in the background. ``KANON_DUCKDB_PRELOAD=0`` turns it off. The thread is
-    not a daemon: interpreter exit waits for it (well under a second).
+    ``register()`` calls it when it is done: the thread imports numba, sets up its compiler,
+    imports the package's modules of the Mondrian path and runs it once on the 400-row warm-up
+    table, loading its kernels from numba's cache. It stops at the first kernel that would
+    compile (:func:`_cache_only`): it never compiles in the background. Started at the
+    beginning of ``register()`` instead, it slowed ``connect()`` more than it saved (both
+    threads hold the GIL while they import; bench_startup on the shared 2-core machine).
+    ``KANON_DUCKDB_PRELOAD=0`` turns it off. The thread is not a daemon: interpreter exit waits
+    for it (well under a second).
     """
     global _preload_thread
     import os
@@ -123,14 +124,6 @@ def preload_in_background() -> None:
         return
     _preload_thread = threading.Thread(target=_preload, name="kanon-preload")
     _preload_thread.start()
-
-
-_registered = threading.Event()
-
-
-def registration_done() -> None:
-    """Tell the preload that a ``register()`` finished (its imports of the package are done)."""
-    _registered.set()
 
 
 class _CacheMiss(Exception):
@@ -171,7 +164,6 @@ def _preload() -> None:
         from numba.core.registry import cpu_target
         cpu_target.typing_context.refresh()  # numba's compiler set-up, done on its first use
         cpu_target.target_context.refresh()
-        _registered.wait(5.0)  # the package's modules: after register() imported its own
         import duckdb
         import pyarrow.compute  # noqa: F401 - encoding's dictionary encoding
 
