@@ -7,14 +7,16 @@ cannot use that query's connection: DuckDB refuses with "Resource In Use"), and 
 separate connection with its own temporary catalog, so by itself it cannot see the object.
 
 This module wraps ``DuckDBPyConnection.register`` / ``unregister`` / ``close`` once, at class
-level (as ``interrupt`` wraps ``interrupt``), to remember ``{connection id: {name: object}}``
-(an entry lives until ``unregister``, ``close`` or the connection's collection). The macro
-passes ``current_connection_id()`` (folded at bind time in the caller's connection) to its UDFs
-(the metric macros pass ``getvariable('__kanon_conn_id')``, which registering sets on the
-connection or cursor: ``current_connection_id()`` is refused inside their COLUMNS lambdas),
-and :func:`expose` registers the same Python object under the same name on the reader cursor:
+level (as ``interrupt`` wraps ``interrupt``), to remember ``{connection key: {name: object}}``
+(an entry lives until ``unregister``, ``close`` or the connection's collection). The key is a
+process-wide counter, not DuckDB's ``current_connection_id()``: that id is unique only within one
+database (two ``duckdb.connect()`` of one process both get 2), so keying by it handed one
+database's objects to another's connection. Registering sets ``SET VARIABLE __kanon_conn_id =
+<key>`` on the connection or cursor; the macros pass ``getvariable('__kanon_conn_id')`` (folded at
+bind time in the caller's connection, allowed inside COLUMNS lambdas; NULL where nothing was
+registered) to their UDFs, and :func:`expose` registers the same Python object under the same name on the reader cursor:
 both reads (the algorithm's, through the cursor, and the output's, in the caller's query) see the
-same data. Cost: one ``SELECT current_connection_id()`` per connection, on its first register.
+same data. Cost: one ``SET VARIABLE`` per connection, on its first register.
 
 Objects registered before ``kanon_duckdb`` was imported are not known (DuckDB's Python API cannot
 list a connection's registered objects): ``k_anonymize`` reads them in the caller's own query
@@ -24,7 +26,7 @@ refused (register ``reader.read_all()`` instead).
 """
 from __future__ import annotations
 
-import contextlib
+import itertools
 import threading
 import weakref
 
@@ -32,31 +34,31 @@ import duckdb
 
 from .errors import InvalidParameterError
 
-_lock = threading.Lock()
-_objects: dict[int, dict[str, tuple[str, object]]] = {}  # connection id -> lower name -> (name, obj)
-_ids: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # connection -> its id
-_announced: set[int] = set()  # connection ids whose VARIABLE is set
-VARIABLE = "__kanon_conn_id"  # per connection: its id, once it registered something
+_lock = threading.RLock()  # re-entrant: a finalizer (_forget) may run during a GC inside the lock
+_objects: dict[int, dict[str, tuple[str, object]]] = {}  # connection key -> lower name -> (name, obj)
+_ids: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # connection -> its key
+_announced: set[int] = set()  # connection keys whose VARIABLE is set
+_keys = itertools.count(1)
+VARIABLE = "__kanon_conn_id"  # per connection: its key, once it registered something
 
 
 def _connection_id(con) -> int | None:
-    with contextlib.suppress(TypeError):
-        cid = _ids.get(con)
-        if cid is not None:
-            return cid
-    try:
-        cid = int(con.sql("SELECT current_connection_id()").fetchall()[0][0])
-    except duckdb.Error:
-        return None
-    with contextlib.suppress(TypeError):
-        _ids[con] = cid
-        weakref.finalize(con, _forget, cid)
+    with _lock:
+        try:
+            cid = _ids.get(con)
+        except TypeError:  # not weak-referenceable: not a connection this module can track
+            return None
+        if cid is None:
+            cid = next(_keys)
+            _ids[con] = cid
+            weakref.finalize(con, _forget, cid)
     return cid
 
 
 def connection_id(con) -> int | None:
-    """DuckDB's id of the connection ``con`` (cached; one query the first time), None if closed.
-    Not callable from inside a query running on ``con``."""
+    """This process's key of the connection (or cursor) ``con``: unique across every database
+    of the process (DuckDB's ``current_connection_id()`` is unique only within one database).
+    No query runs, so it may be called from inside a query running on ``con``."""
     return _connection_id(con)
 
 

@@ -5,12 +5,12 @@
 -- gen_total_il). For names held in a column use the scalar form: SELECT t, kanon_metrics(t).gcp
 -- FROM (VALUES ('a_k5'), ('a_k10')) v(t).
 CREATE OR REPLACE MACRO kanon_compare(tables) AS TABLE
-SELECT t AS "table", unnest(__kanon_metrics(t, current_connection_id()))
+SELECT t AS "table", unnest(__kanon_metrics(t, coalesce(getvariable('__kanon_conn_id'), 0)::UBIGINT))
 FROM (SELECT unnest(tables) AS t)
-WHERE __kanon_unshadowed(t, current_connection_id());   -- sql/00_shadow.sql
+WHERE __kanon_unshadowed(t, coalesce(getvariable('__kanon_conn_id'), 0)::UBIGINT);   -- sql/00_shadow.sql
 
 -- kanon_metrics(tbl): the utility metrics of one anonymized table as a STRUCT; tbl may come from
 -- a column (the metric macros themselves need a constant table name).
 CREATE OR REPLACE MACRO kanon_metrics(tbl) AS
-    CASE WHEN __kanon_unshadowed(tbl, current_connection_id())
-         THEN __kanon_metrics(tbl, current_connection_id()) END;
+    CASE WHEN __kanon_unshadowed(tbl, coalesce(getvariable('__kanon_conn_id'), 0)::UBIGINT)
+         THEN __kanon_metrics(tbl, coalesce(getvariable('__kanon_conn_id'), 0)::UBIGINT) END;

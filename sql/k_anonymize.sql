@@ -11,8 +11,8 @@
 -- the statement (kanon_duckdb/output_sql.py) that runs the algorithm once and joins each row of
 -- a second read of the relation to its class by (QI values, ordinal), no rowid needed.
 -- A DataFrame/Arrow object registered on the caller's connection (con.register) is read through
--- the same Python object: current_connection_id() tells the UDFs whose (kanon_duckdb/registered.py).
--- TEMP tables cannot be read from here (kanon_duckdb/relation.py says why; the Python API can).
+-- the same Python object: getvariable('__kanon_conn_id') (0: none registered) tells the UDFs whose (kanon_duckdb/registered.py).
+-- TEMP tables and pre-import objects are read in the caller's own query (kanon_duckdb/caller_read.py).
 -- taxonomies := {'sex': 'sex_v2'} (MAP or STRUCT) names the kanon_taxonomy tree of a QI (see
 -- kanon_duckdb/taxonomy/store.py for the resolution order).
 -- The algorithm parameters (/*KANON_PARAMS*/) are generated from the parameter registry
@@ -23,4 +23,4 @@ FROM query(__kanon_sql(tbl, to_json({'k': k, 'algo': algo, 'qi': qi, 'seed': see
                                       'numeric': "numeric", 'categorical': categorical,
                                       'taxonomies': taxonomies, 'params': params,
                                       'named': /*KANON_PARAM_STRUCT*/,
-                                      'conn': current_connection_id()})));
+                                      'conn': coalesce(getvariable('__kanon_conn_id'), 0)::UBIGINT})));

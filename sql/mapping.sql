@@ -6,5 +6,5 @@
 -- Columns: qi, raw, ec, label, lo, hi. anon_tbl: a table, a view, or an object registered on the
 -- calling connection or cursor.
 CREATE OR REPLACE MACRO kanon_mapping(anon_tbl) AS TABLE
-SELECT unnest(__kanon_mapping(anon_tbl, current_connection_id()), recursive := true)
-WHERE __kanon_unshadowed(anon_tbl, current_connection_id());   -- sql/00_shadow.sql
+SELECT unnest(__kanon_mapping(anon_tbl, coalesce(getvariable('__kanon_conn_id'), 0)::UBIGINT), recursive := true)
+WHERE __kanon_unshadowed(anon_tbl, coalesce(getvariable('__kanon_conn_id'), 0)::UBIGINT);   -- sql/00_shadow.sql

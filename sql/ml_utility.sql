@@ -12,12 +12,12 @@
 -- features: 'qi' (default: the published QIs only) or 'all' (also the unchanged non-QI columns).
 -- qi: only needed when anon_tbl has no kanon_run column. Needs the [ml] extra (scikit-learn).
 -- raw_tbl, anon_tbl: any relation the metric macros read (tables, views, files, objects registered
--- on the caller's connection or cursor: current_connection_id() names the caller to the UDF).
+-- on the caller's connection or cursor: coalesce(getvariable('__kanon_conn_id'), 0)::UBIGINT names the caller to the UDF).
 CREATE OR REPLACE MACRO classification_utility(raw_tbl, anon_tbl, label,
         models := ['knn', 'svm', 'rf', 'nb'], seed := 0, test_fraction := 0.3, qi := NULL,
         encoding := 'ordinal', features := 'qi') AS TABLE
 SELECT unnest(__kanon_ml(raw_tbl, anon_tbl, label, models, seed, test_fraction, qi, encoding,
-                         features, current_connection_id()),
+                         features, coalesce(getvariable('__kanon_conn_id'), 0)::UBIGINT),
               recursive := true)
-WHERE __kanon_unshadowed(raw_tbl, current_connection_id())
-  AND __kanon_unshadowed(anon_tbl, current_connection_id());
+WHERE __kanon_unshadowed(raw_tbl, coalesce(getvariable('__kanon_conn_id'), 0)::UBIGINT)
+  AND __kanon_unshadowed(anon_tbl, coalesce(getvariable('__kanon_conn_id'), 0)::UBIGINT);

@@ -8,7 +8,7 @@
 --
 -- raw_tbl, anon_tbl and workload_tbl are any relation k_anonymize reads: a table or view, a file
 -- path or glob, a read_* call as a string (kanon_duckdb/relation.py), an object registered on the
--- caller's connection or cursor (current_connection_id() names the caller to the UDFs).
+-- caller's connection or cursor (coalesce(getvariable('__kanon_conn_id'), 0)::UBIGINT names the caller to the UDFs).
 -- The Python UDFs called here (__kanon_query_error_sql, __kanon_query_workload,
 -- __kanon_workload_errors, __kanon_rewrite) are registered by udfs/query_error.py; they read table
 -- metadata through a cursor, so TEMP tables and uncommitted changes are not visible to them; a
@@ -18,7 +18,7 @@
 -- kanon_rewrite(sql, anon_tbl): the SQL that estimates the query `sql` (written against the raw
 -- table) on the anonymized table `anon_tbl`, as readable text.
 CREATE OR REPLACE MACRO kanon_rewrite(sql, anon_tbl) AS
-    __kanon_rewrite(sql, anon_tbl, current_connection_id());
+    __kanon_rewrite(sql, anon_tbl, coalesce(getvariable('__kanon_conn_id'), 0)::UBIGINT);
 
 -- kanon_rel_error(a, e): |a - e| / |a|; 0 when a = e = 0; NULL when a = 0 <> e (undefined) or a
 -- side is NULL (a group missing on one side).
@@ -28,16 +28,16 @@ CREATE OR REPLACE MACRO kanon_rel_error(a, e) AS
 -- query_error(sql, raw_tbl, anon_tbl): per result row (group): the group keys, [measure,]
 -- raw_value, anon_estimate, rel_error.
 CREATE OR REPLACE MACRO query_error(sql, raw_tbl, anon_tbl) AS TABLE
-    FROM query(__kanon_query_error_sql(sql, raw_tbl, anon_tbl, current_connection_id()))
-    WHERE __kanon_unshadowed(raw_tbl, current_connection_id())
-      AND __kanon_unshadowed(anon_tbl, current_connection_id());
+    FROM query(__kanon_query_error_sql(sql, raw_tbl, anon_tbl, coalesce(getvariable('__kanon_conn_id'), 0)::UBIGINT))
+    WHERE __kanon_unshadowed(raw_tbl, coalesce(getvariable('__kanon_conn_id'), 0)::UBIGINT)
+      AND __kanon_unshadowed(anon_tbl, coalesce(getvariable('__kanon_conn_id'), 0)::UBIGINT);
 
 -- query_workload(raw_tbl, n, seed, dims, qi): n random COUNT(*) range/equality queries over dims
 -- quasi-identifiers each (LeFevre et al. 2006); QIs from qi or from the latest kanon_runs record.
 CREATE OR REPLACE MACRO query_workload(raw_tbl, n := 1000, seed := 0, dims := 2, qi := NULL) AS TABLE
-    SELECT unnest(__kanon_query_workload(raw_tbl, n, seed, dims, qi, current_connection_id()),
+    SELECT unnest(__kanon_query_workload(raw_tbl, n, seed, dims, qi, coalesce(getvariable('__kanon_conn_id'), 0)::UBIGINT),
                   recursive := true)
-    WHERE __kanon_unshadowed(raw_tbl, current_connection_id());
+    WHERE __kanon_unshadowed(raw_tbl, coalesce(getvariable('__kanon_conn_id'), 0)::UBIGINT);
 
 -- workload_query_errors(workload_tbl, raw_tbl, anon_tbl): qid, raw_value, anon_estimate, rel_error
 -- for every query of a workload table (columns qid, sql): each table is read once and every query
@@ -45,10 +45,10 @@ CREATE OR REPLACE MACRO query_workload(raw_tbl, n := 1000, seed := 0, dims := 2,
 CREATE OR REPLACE MACRO workload_query_errors(workload_tbl, raw_tbl, anon_tbl) AS TABLE
     SELECT qid, raw_value, anon_estimate, kanon_rel_error(raw_value, anon_estimate) AS rel_error
     FROM (SELECT unnest(__kanon_workload_errors(workload_tbl, raw_tbl, anon_tbl,
-                                                current_connection_id()), recursive := true))
-    WHERE __kanon_unshadowed(workload_tbl, current_connection_id())
-      AND __kanon_unshadowed(raw_tbl, current_connection_id())
-      AND __kanon_unshadowed(anon_tbl, current_connection_id());
+                                                coalesce(getvariable('__kanon_conn_id'), 0)::UBIGINT), recursive := true))
+    WHERE __kanon_unshadowed(workload_tbl, coalesce(getvariable('__kanon_conn_id'), 0)::UBIGINT)
+      AND __kanon_unshadowed(raw_tbl, coalesce(getvariable('__kanon_conn_id'), 0)::UBIGINT)
+      AND __kanon_unshadowed(anon_tbl, coalesce(getvariable('__kanon_conn_id'), 0)::UBIGINT);
 
 -- workload_error(workload_tbl, raw_tbl, anon_tbl): one row summarizing the relative errors; queries
 -- whose raw answer is 0 (or NULL) are skipped and counted in n_skipped.

@@ -139,7 +139,7 @@ def test_registered_record_batch_reader_in_sql_is_a_clear_error(con):
 def test_registered_objects_are_released_with_their_connection():
     from kanon_duckdb import registered
     c = kanon_duckdb.connect()
-    cid = c.sql("SELECT current_connection_id()").fetchall()[0][0]
+    cid = registered.connection_id(c)
     c.register("t_reg", pa.table({"a": [1, 2]}))
     assert registered.lookup(cid, "T_REG")[0] == "t_reg"
     c.unregister("t_reg")
@@ -240,3 +240,17 @@ def test_metrics_read_files_and_names_from_a_column(con):
     assert g8 >= g4
     cmp = con.c.execute("SELECT \"table\", gcp FROM kanon_compare(['people_k4', 'people_k8'])").fetchall()
     assert sorted(cmp) == [("people_k4", g4), ("people_k8", g8)]
+
+
+def test_registered_objects_stay_with_their_database():
+    """DuckDB's current_connection_id() is unique only within one database (two connect() calls
+    both get the same id): closing a connection of database A must not drop what a connection
+    of database B registered, and B must not be handed A's object of the same name."""
+    a, b = kanon_duckdb.connect(), kanon_duckdb.connect()
+    assert (a.sql("SELECT current_connection_id()").fetchall()
+            == b.sql("SELECT current_connection_id()").fetchall())
+    b.register("people_x", pa.table({"age": list(range(30)), "sex": ["F", "M"] * 15}))
+    a.register("people_x", pa.table({"age": list(range(20)), "sex": ["F", "M"] * 10}))
+    a.close()
+    assert b.sql("SELECT count(*) FROM k_anonymize('people_x', 2, qi := ['age'])").fetchall()[0][0] == 30
+    assert b.sql("SELECT k_anonymity('people_x', ['age'])").fetchall()[0][0] == 1

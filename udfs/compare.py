@@ -30,7 +30,8 @@ def declare(ctx: UdfContext) -> list[UDF]:
 
     def kanon_metrics(tbl, caller):
         names = tbl.to_pylist()
-        # objects registered on the caller (current_connection_id()) are registered on the cursor
+        # objects registered on the caller (named by getvariable('__kanon_conn_id'),
+        # registered.py) are registered on the cursor
         cur = CallerConnection(con, first_value(caller)).cursor()
         try:
             cache = {t: metrics_of(cur, t) for t in set(names) if t is not None}

@@ -20,7 +20,8 @@ def declare(ctx: UdfContext) -> list[UDF]:
     def kanon_mapping(tbl, caller):
         from kanon_duckdb.mapping import mapping_rows
         from kanon_duckdb.registered import CallerConnection
-        # objects registered on the caller (current_connection_id()) are registered on the cursor
+        # objects registered on the caller (named by getvariable('__kanon_conn_id'),
+        # registered.py) are registered on the cursor
         cur = CallerConnection(con, first_value(caller)).cursor()
         try:
             rows = mapping_rows(cur, first_value(tbl))

@@ -16,7 +16,8 @@ constant arguments, which DuckDB folds at bind time, and runs the SQL it returns
 ``query(...)``; the workload macros unnest the STRUCT lists their UDFs return. Every table
 argument is any relation ``k_anonymize`` reads (``relation.resolve_source``: tables, views, file
 paths and globs, reader calls) or an object registered on the caller's connection or cursor:
-the macros pass ``current_connection_id()`` and the UDFs read through cursors that see the
+the macros pass ``getvariable('__kanon_conn_id')`` (registered.py) and the UDFs read through
+cursors that see the
 caller's registered objects (``registered.CallerConnection``); TEMP tables and uncommitted
 changes are not visible to them (relation.py).
 """
@@ -52,7 +53,7 @@ def declare(ctx: UdfContext) -> list[UDF]:
         return [{"qid": q, "raw_value": a, "anon_estimate": e} for q, a, e in
                 workload_errors(CallerConnection(con, caller), workload_tbl, raw_tbl, anon_tbl)]
 
-    # the last argument of each: current_connection_id() of the caller (sql/query_error.sql)
+    # the last argument of each: the caller's registry key, getvariable('__kanon_conn_id') (sql/query_error.sql)
     return [
         UDF("__kanon_rewrite", rewrite_udf, ("VARCHAR", "VARCHAR", "UBIGINT"), "VARCHAR",
             arrow=False, null_handling="default"),
