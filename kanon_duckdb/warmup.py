@@ -161,9 +161,8 @@ def _preload() -> None:
     _local.quiet = True
     try:
         from . import _numba_config  # noqa: F401 - numba itself (and its BLAS check)
+        from numba.core.compiler_lock import global_compiler_lock
         from numba.core.registry import cpu_target
-        cpu_target.typing_context.refresh()  # numba's compiler set-up, done on its first use
-        cpu_target.target_context.refresh()
         import duckdb
         import pyarrow.compute  # noqa: F401 - encoding's dictionary encoding
 
@@ -171,19 +170,26 @@ def _preload() -> None:
         from .anonymize import anonymize
         from .assignment import Assignment, Assignments
         get_algorithm("mondrian")
-        con = duckdb.connect()
-        try:
-            con.execute(_WARMUP_SQL)
-            with _cache_only():
-                res = anonymize(con, "__kanon_warmup", k=5, algo="mondrian", qi=_WARMUP_QI,
-                                record=False)
-                store = Assignments()
-                keys = res.row_key.copy()
-                keys.flags.writeable = False  # as the UDF gets them from Arrow
-                token = store.start(Assignment(res.row_key, res.generalized.ec, res.data))
-                store.classes_of(token, keys)
-        finally:
-            con.close()
+        # Everything that touches numba's typing state runs under numba's own compiler lock: a
+        # refresh or an aborted compile here racing the compile of the caller's first run (empty
+        # cache) corrupted the typing context ("Unknown attribute 'shape' of type readonly
+        # array", CI at cb15b65). A compile in the caller's thread waits for this block.
+        with global_compiler_lock:
+            cpu_target.typing_context.refresh()  # numba's compiler set-up, done on its first use
+            cpu_target.target_context.refresh()
+            con = duckdb.connect()
+            try:
+                con.execute(_WARMUP_SQL)
+                with _cache_only():
+                    res = anonymize(con, "__kanon_warmup", k=5, algo="mondrian", qi=_WARMUP_QI,
+                                    record=False)
+                    store = Assignments()
+                    keys = res.row_key.copy()
+                    keys.flags.writeable = False  # as the UDF gets them from Arrow
+                    token = store.start(Assignment(res.row_key, res.generalized.ec, res.data))
+                    store.classes_of(token, keys)
+            finally:
+                con.close()
     except _CacheMiss:
         log.debug("kanon_duckdb preload stopped: a kernel is not in numba's cache")
     except Exception:  # noqa: BLE001 - an optimisation only; the real call reports errors

@@ -151,3 +151,22 @@ def test_an_unexpected_scipy_layout_falls_back_to_numbas_own_check():
             "print(am._HAVE_BLAS, 'scipy.linalg' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["True", "True"]
+
+
+@pytest.mark.slow
+def test_first_run_on_an_empty_cache_compiles_beside_the_preload(tmp_path):
+    # an empty numba cache and no wait for the preload: the caller's first k_anonymize compiles
+    # while the background preload runs. Without the compiler lock around the preload, the
+    # race corrupted numba's typing context ("Unknown attribute 'shape' of type readonly
+    # array", CI at cb15b65: every early test failed on a fresh clone).
+    code = ("import kanon_duckdb\n"
+            "con = kanon_duckdb.connect()\n"
+            "con.execute(\"CREATE TABLE t AS SELECT i AS id, i % 7 AS a, ['x','y'][1 + i % 2] AS b "
+            "FROM range(20) r(i)\")\n"
+            "con.execute(\"CREATE TABLE o AS FROM k_anonymize('t', k := 4, qi := ['a', 'b'])\")\n"
+            "print(con.sql('SELECT count(*) FROM o').fetchall()[0][0])\n")
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path), "KANON_DUCKDB_PRELOAD": "1"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split()[-1] == "20"
