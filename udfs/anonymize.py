@@ -159,6 +159,21 @@ def caller_source(cur, name):
         return None
 
 
+
+def run_and_store(con, ctx: UdfContext, cur, source, args: dict):
+    """Run the algorithm of ``args`` (the options ``__kanon_sql`` packed) on ``source`` through
+    the reader cursor ``cur``, interruptible from ``con``, and keep its row assignment for the
+    second read: (AnonymizationResult, assignment token). The one home of that step for the
+    base-table path (``__kanon_run``) and the caller-read path (``__kanon_run_rows``)."""
+    from kanon_duckdb.anonymize import anonymize
+    from kanon_duckdb.assignment import STORE, Assignment
+    with interrupt.watch(con, ctx.progress) as progress:
+        res = anonymize(cur, source, k=args["k"], algo=args["algo"], qi=args["qi"],
+                        seed=args["seed"], numeric=args["numeric"],
+                        categorical=args["categorical"], params=args["params"],
+                        taxonomies=args.get("taxonomies"), progress=progress)
+    return res, STORE.start(Assignment(res.row_key, res.generalized.ec, res.data))
+
 def declare(ctx: UdfContext) -> list[UDF]:
     """``__kanon_sql``, ``__kanon_run``, ``__kanon_pass`` and ``__kanon_ec`` on ``ctx.con``."""
     con = ctx.con
@@ -189,22 +204,15 @@ def declare(ctx: UdfContext) -> list[UDF]:
 
     def kanon_run(args_json):
         # numba and the kernels load on first use
-        from kanon_duckdb.anonymize import anonymize
         from kanon_duckdb.encoding import QIPlan
         args = json.loads(first_value(args_json))
         cur = con.cursor()
         try:
             from kanon_duckdb import registered
             registered.expose(cur, args.get("conn"), args["tbl"])  # a registered object: on cur
-            with interrupt.watch(con, ctx.progress) as progress:
-                res = anonymize(cur, QIPlan(**args["plan"]), k=args["k"], algo=args["algo"], qi=args["qi"],
-                                seed=args["seed"], numeric=args["numeric"],
-                                categorical=args["categorical"], params=args["params"],
-                                taxonomies=args.get("taxonomies"), progress=progress)
+            res, token = run_and_store(con, ctx, cur, QIPlan(**args["plan"]), args)
         finally:
             cur.close()
-        from kanon_duckdb.assignment import STORE, Assignment
-        token = STORE.start(Assignment(res.row_key, res.generalized.ec, res.data))
         out = run_value(res.run_id, token, res.data.n_rows, classes_arrow(res))
         del res
         return pa.concat_arrays([out] * len(args_json)) if len(args_json) != 1 else out

@@ -11,10 +11,9 @@ import json
 
 import pyarrow as pa
 
-from kanon_duckdb import interrupt
 from kanon_duckdb.udf_spec import UDF, UdfContext, first_value
 
-from .anonymize import RUN_TYPE, classes_arrow, run_value
+from .anonymize import RUN_TYPE, classes_arrow, run_and_store, run_value
 
 CALLER_RUN_TYPE = RUN_TYPE[:-1] + ", slots BIGINT[])"
 
@@ -24,8 +23,6 @@ def declare(ctx: UdfContext) -> list[UDF]:
     con = ctx.con
 
     def kanon_run_rows(args_json, names, types, rows):
-        from kanon_duckdb.anonymize import anonymize
-        from kanon_duckdb.assignment import STORE, Assignment
         from kanon_duckdb.caller_read import qi_slots, rebuild
         args = json.loads(first_value(args_json))
         rows = rows.combine_chunks() if hasattr(rows, "combine_chunks") else rows
@@ -33,14 +30,9 @@ def declare(ctx: UdfContext) -> list[UDF]:
         try:
             source = rebuild(cur, args["tbl"], first_value(names), first_value(types),
                              rows.flatten())
-            with interrupt.watch(con, ctx.progress) as progress:
-                res = anonymize(cur, source, k=args["k"], algo=args["algo"], qi=args["qi"],
-                                seed=args["seed"], numeric=args["numeric"],
-                                categorical=args["categorical"], params=args["params"],
-                                taxonomies=args.get("taxonomies"), progress=progress)
+            res, token = run_and_store(con, ctx, cur, source, args)
         finally:
             cur.close()
-        token = STORE.start(Assignment(res.row_key, res.generalized.ec, res.data))
         run = run_value(res.run_id, token, res.data.n_rows, classes_arrow(res))
         slots = pa.array([qi_slots(res.plan)], pa.list_(pa.int64()))
         out = pa.StructArray.from_arrays([*run.flatten(), slots],
