@@ -297,3 +297,43 @@ def test_sql_uses_numeric_tree_from_kanon_taxonomy(con):
     rows = con.sql("SELECT DISTINCT age_min, age_max FROM k_anonymize('t', k := 50, "
                    "algo := 'optimal', qi := ['age']) ORDER BY 1").fetchall()
     assert rows == [(21, 25), (26, 30)]  # leaf values under '20-24' are 21..25
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tables(), st.integers(1, 4), st.sampled_from([0.0, 0.2]),
+       st.sampled_from(["log", "gcp", "dm"]))
+def test_reported_gcp_and_dm_are_those_of_the_published_node(data, k, max_suppression, loss):
+    """info['gcp'] / info['dm'] of every lattice search are the chosen node's GCP and DM, whatever
+    loss drove the search (the checker derives them from the node's class statistics)."""
+    k = min(k, data.n)
+    qis = naive_qis(data)
+    for algo in ("optimal", "datafly"):
+        part = run(algo, data, k, max_suppression=max_suppression, loss=loss)
+        chosen = tuple(part.info["levels"])
+        for name in ("gcp", "dm", "log"):
+            ok, value, sup = naive_eval(qis, chosen, k, max_suppression, name, data.n)
+            assert ok and sup == part.info["n_suppressed"]
+            assert part.info[name] == pytest.approx(value, rel=1e-9, abs=1e-12), (algo, name)
+
+
+def test_loss_as_equals_a_checker_built_for_that_loss():
+    """With weights and suppression: NodeChecker.loss_as(name) is bit for bit the loss a checker
+    built with loss=name returns, at every feasible node."""
+    rng = np.random.default_rng(5)
+    n = 200
+    cat_cols = [("work", list(rng.choice(["Private", "SelfEmp", "Federal", "Local", "State"], n)))]
+    data = make_data([list(rng.integers(0, 90, n).astype(float))], cat_cols)
+    space = build_space(data)
+    w = np.array([1.6, 0.4])
+    ch = NodeChecker(space, 4, 0.05, "log", weights=w)
+    n_feasible = 0
+    for node in itertools.product(*[range(int(h) + 1) for h in space.heights]):
+        if not ch.check(node).feasible:
+            with pytest.raises(ValueError, match="feasible node"):
+                ch.loss_as("gcp", node)
+            continue
+        n_feasible += 1
+        for name in ("log", "gcp", "dm"):
+            own = NodeChecker(space, 4, 0.05, name, weights=w if name != "dm" else None)
+            assert ch.loss_as(name, node) == own.check(node).loss
+    assert n_feasible > 1

@@ -74,10 +74,7 @@ def run_search(name: str, search, data: QIData, k: int, seed: int, params: dict,
             f"{name}: even the fully generalized node leaves {res.n_suppressed} rows in classes "
             f"smaller than k={k}{_models_phrase(ch, 'or violating')}, more than max_suppression allows ({ch.limit} rows); lower k "
             f"or raise max_suppression")
-    gcp = NodeChecker(space, k, ch.max_suppression, "gcp", privacy=privacy,
-                      weights=weights).check(levels).loss if ch.loss_name != "gcp" else res.loss
-    dm = NodeChecker(space, k, ch.max_suppression, "dm", privacy=privacy).check(levels).loss \
-        if ch.loss_name != "dm" else res.loss
+    gcp, dm = ch.loss_as("gcp", levels), ch.loss_as("dm", levels)
     info = {
         "lattice_algo": name,
         "qi_order": list(space.names),
