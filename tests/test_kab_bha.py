@@ -10,7 +10,7 @@ from kanon_duckdb.algorithms.clustering import bha, kab
 from kanon_duckdb.algorithms.clustering import _blackhole
 from kanon_duckdb.algorithms.clustering._blackhole import (dense_labels, differing_clusters,
                                                            fitness, match_clusters)
-from kanon_duckdb.algorithms.clustering._exchange import (_fill_top2, _link, _lists,
+from kanon_duckdb.algorithms.clustering._exchange import (_fill_all, _fill_top2, _link, _lists,
                                                           _ncp_exchanged, _pop_needs_rescan,
                                                           _stats, _unlink, _update,
                                                           cluster_ncps, exchange_toward,
@@ -130,6 +130,62 @@ def test_match_clusters_greedy_by_overlap_and_fresh_ids():
     # bh1 then has only s0 (taken): fresh id; bh2 takes s1.
     assert mapping.tolist() == [0, 2, 1]
     assert overlap == 3
+
+
+def naive_match(bh, star):
+    """Greedy matching straight from its definition: pairs (BH cluster, star cluster) by
+    decreasing overlap, ties by BH id then star id; each side used once."""
+    pairs = {}
+    for b, s in zip(bh.tolist(), star.tolist()):
+        pairs[(b, s)] = pairs.get((b, s), 0) + 1
+    mapping, used, overlap = {}, set(), 0
+    for (b, s), c in sorted(pairs.items(), key=lambda p: (-p[1], p[0])):
+        if b not in mapping and s not in used:
+            mapping[b] = s
+            used.add(s)
+            overlap += c
+    return mapping, overlap
+
+
+@SETTINGS
+@given(st.data())
+def test_match_clusters_equals_the_naive_greedy(draw):
+    n = draw.draw(st.integers(1, 40))
+    bh = np.array(draw.draw(st.lists(st.integers(0, 5), min_size=n, max_size=n)), np.int64)
+    star = np.array(draw.draw(st.lists(st.integers(0, 5), min_size=n, max_size=n)), np.int64)
+    n_bh, n_star = int(bh.max()) + 1 + draw.draw(st.integers(0, 2)), int(star.max()) + 1
+    mapping, overlap = match_clusters(bh, n_bh, star, n_star)
+    want, want_overlap = naive_match(bh, star)
+    assert overlap == want_overlap
+    fresh = iter(range(n_star, n_star + n_bh))
+    assert mapping.tolist() == [want[b] if b in want else next(fresh) for b in range(n_bh)]
+
+
+@SETTINGS
+@given(st.data())
+def test_fill_all_equals_a_fill_per_cluster(draw):
+    """``_fill_all`` (records grouped by label, one pass per cluster) gives every cluster the
+    statistics of ``_fill_top2`` over its member list, sentinels and NCP 0 for empty labels."""
+    rng = np.random.default_rng(draw.draw(st.integers(0, 10_000)))
+    n = draw.draw(st.integers(1, 30))
+    dn = draw.draw(st.integers(0, 2))
+    data = naive.random_qidata(rng, n, dn, draw.draw(st.integers(0 if dn else 1, 2)),
+                               max_leaves=4, null_frac=0.2, max_value=4)
+    ds = build_ncp_data(data)
+    C = draw.draw(st.integers(1, 6))
+    lab = rng.integers(0, C, n).astype(np.int64)
+    got = _stats(ds, C)
+    _fill_all(ds, lab, C, *got)
+    head, nxt, _, size = _lists(lab, C)
+    want = _stats(ds, C)
+    for c in range(C):
+        _fill_top2(ds, head, nxt, c, c, *want[:5])
+    for g, w in zip(got[:5], want[:5]):
+        assert np.array_equal(g, w)
+    for c in range(C):
+        members = np.flatnonzero(lab == c)
+        assert got[5][c] == (pytest.approx(naive.naive_ncp(data, members), abs=1e-12)
+                             if size[c] else 0.0)
 
 
 def _exchange(ds, lab, C, guide, k, max_size, tried=None):

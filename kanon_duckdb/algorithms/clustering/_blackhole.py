@@ -64,7 +64,7 @@ from ...qidata import QIData
 from ..base import Partition
 from ...privacy._kernels import classes_ok
 from ._closing import packed_of
-from ._exchange import exchange_worst
+from ._exchange import exchange_worst, rows_by_label
 from ._ncp import build_ncp_data, partition_il
 
 # candidate destination clusters per record in a move (star clusters of its black-hole mates)
@@ -74,6 +74,7 @@ REBIRTH_SHARE = (0.05, 0.3)
 # a move stops after this many tried clusters in a row gave no exchange (the rest is settled)
 PATIENCE = 64
 FINAL_SWALLOW = True
+ABSORB_PATIENCE = 0
 _ALL = np.zeros(0, dtype=np.bool_)  # ``among`` of exchange_worst: every cluster may be tried
 
 
@@ -99,37 +100,45 @@ def dense_labels(lab):
 
 @njit
 def match_clusters(bh, n_bh, star, n_star):
-    """Greedy one-to-one matching of BH clusters to star clusters by decreasing overlap.
+    """Greedy one-to-one matching of BH clusters to star clusters by decreasing overlap (ties:
+    smaller BH id, then smaller star id).
 
     Returns (mapping int64 (n_bh,): star id for each BH cluster, fresh ids n_star.. for unmatched
-    ones; overlap: number of records in matched pairs).
+    ones; overlap: number of records in matched pairs). O(n + m log m), m = overlapping pairs.
     """
     n = bh.shape[0]
-    keys = np.empty(n, dtype=np.int64)
-    for i in range(n):
-        keys[i] = bh[i] * n_star + star[i]
-    keys.sort()
-    # run lengths
-    pk = np.empty(n, dtype=np.int64)
+    rows, start = rows_by_label(bh, n_bh)
+    cnt = np.zeros(n_star, dtype=np.int64)
+    touched = np.empty(n_star, dtype=np.int64)
+    pb = np.empty(n, dtype=np.int64)
+    ps = np.empty(n, dtype=np.int64)
     pc = np.empty(n, dtype=np.int64)
     m = 0
-    i = 0
-    while i < n:
-        j = i
-        while j < n and keys[j] == keys[i]:
-            j += 1
-        pk[m] = keys[i]
-        pc[m] = j - i
-        m += 1
-        i = j
-    order = np.argsort(-pc[:m], kind="mergesort")
+    for b in range(n_bh):
+        nt = 0
+        for i in range(start[b], start[b + 1]):
+            s = star[rows[i]]
+            if cnt[s] == 0:
+                touched[nt] = s
+                nt += 1
+            cnt[s] += 1
+        part = touched[:nt]
+        part.sort()
+        for t in range(nt):
+            s = part[t]
+            pb[m] = b
+            ps[m] = s
+            pc[m] = cnt[s]
+            cnt[s] = 0
+            m += 1
+    order = np.argsort(-pc[:m], kind="mergesort")  # pairs are in (b, s) order: stable ties
     mapping = np.full(n_bh, -1, dtype=np.int64)
     used = np.zeros(n_star, dtype=np.bool_)
     overlap = 0
     for t in range(m):
         q = order[t]
-        b = pk[q] // n_star
-        s = pk[q] % n_star
+        b = pb[q]
+        s = ps[q]
         if mapping[b] < 0 and not used[s]:
             mapping[b] = s
             used[s] = True
@@ -266,7 +275,9 @@ def black_hole_search(ds, n, d, k, rng, init_star, n_stars, iterations, max_size
         privacy models). Returns (fitness before, records moved)."""
         before, saved = fits[bh], stars[bh].copy()
         rel, sw, _ = move(bh, s, 1.0, differing_clusters(stars[bh], counts[bh], stars[s],
-                                                          counts[s]))(None)
+                                                          counts[s]), ABSORB_PATIENCE)(None)
+        if rel + sw == 0:  # nothing moved: the fitness is the same
+            return before, 0
         fits[bh] = fit(bh)
         if fits[bh] > before:
             stars[bh], fits[bh] = saved, before
@@ -300,7 +311,8 @@ def black_hole_search(ds, n, d, k, rng, init_star, n_stars, iterations, max_size
                                                                 counts[bh]), PATIENCE)
                               for s, r in zip(movers, rands)], tick, progress)
         for s, rand, b, (rel, sw, tried) in zip(movers, rands, before, moved):
-            fits[s] = fit(s)
+            if rel + sw:  # else nothing moved: the fitness is the same
+                fits[s] = fit(s)
             n_moves += 1
             n_record_moves += int(rel + sw)
             n_improved += int(fits[s] < b)

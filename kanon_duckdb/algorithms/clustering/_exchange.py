@@ -151,29 +151,87 @@ def _fill_top2(ds, head, nxt, c, slot, nlo, nhi, nnn, clo, chi):
 
 
 @njit
+def _top2_of_rows(ds, rows, a, b, slot, nlo, nhi, nnn, clo, chi):
+    """Top-2 statistics of the records rows[a:b] into ``slot`` (empty: the sentinels), one QI at
+    a time with the running values in registers. O((b - a) d); the same values as ``_push``
+    over the records in any order."""
+    for j in range(ds.num.shape[1]):
+        l0, l1, lc = np.inf, np.inf, 0
+        h0, h1, hc = -np.inf, -np.inf, 0
+        nn = 0
+        for i in range(a, b):
+            r = rows[i]
+            if ds.num_null[r, j]:
+                nn += 1
+                continue
+            v = ds.num[r, j]
+            if v < l0:
+                l0, l1, lc = v, l0, 1
+            else:
+                if v == l0:
+                    lc += 1
+                if v < l1:
+                    l1 = v
+            if v > h0:
+                h0, h1, hc = v, h0, 1
+            else:
+                if v == h0:
+                    hc += 1
+                if v > h1:
+                    h1 = v
+        nlo[slot, 0, j], nlo[slot, 1, j], nlo[slot, 2, j] = l0, l1, lc
+        nhi[slot, 0, j], nhi[slot, 1, j], nhi[slot, 2, j] = h0, h1, hc
+        nnn[slot, j] = nn
+    for j in range(ds.cat.shape[1]):
+        m0, m1, mc = _INT32_MAX, _INT32_MAX, 0
+        x0, x1, xc = -1, -1, 0
+        for i in range(a, b):
+            v = ds.cat[rows[i], j]
+            if v < m0:
+                m0, m1, mc = v, m0, 1
+            else:
+                if v == m0:
+                    mc += 1
+                if v < m1:
+                    m1 = v
+            if v > x0:
+                x0, x1, xc = v, x0, 1
+            else:
+                if v == x0:
+                    xc += 1
+                if v > x1:
+                    x1 = v
+        clo[slot, 0, j], clo[slot, 1, j], clo[slot, 2, j] = m0, m1, mc
+        chi[slot, 0, j], chi[slot, 1, j], chi[slot, 2, j] = x0, x1, xc
+
+
+@njit
+def rows_by_label(lab, C):
+    """The records grouped by label (record order inside a label): (rows int64 (n,),
+    start int64 (C+1,)), label c's records are rows[start[c]:start[c+1]]. O(n + C)."""
+    n = lab.shape[0]
+    start = np.zeros(C + 1, dtype=np.int64)
+    for r in range(n):
+        start[lab[r] + 1] += 1
+    for c in range(C):
+        start[c + 1] += start[c]
+    pos = start[:C].copy()
+    rows = np.empty(n, dtype=np.int64)
+    for r in range(n):
+        rows[pos[lab[r]]] = r
+        pos[lab[r]] += 1
+    return rows, start
+
+
+@njit
 def _fill_all(ds, lab, C, nlo, nhi, nnn, clo, chi, ncp):
-    """Top-2 statistics and NCP of every cluster of labels 0..C-1 (empty ones: NCP 0), in one
-    pass over the records in order (sequential reads of the data). O(n d)."""
+    """Top-2 statistics and NCP of every cluster of labels 0..C-1 (empty ones: NCP 0), cluster
+    by cluster over the records grouped by label. O(n d)."""
+    rows, start = rows_by_label(lab, C)
     for c in range(C):
-        for j in range(ds.num.shape[1]):
-            for q in range(2):
-                nlo[c, q, j] = np.inf
-                nhi[c, q, j] = -np.inf
-            nlo[c, 2, j] = 0
-            nhi[c, 2, j] = 0
-            nnn[c, j] = 0
-        for j in range(ds.cat.shape[1]):
-            for q in range(2):
-                clo[c, q, j] = _INT32_MAX
-                chi[c, q, j] = -1
-            clo[c, 2, j] = 0
-            chi[c, 2, j] = 0
-    seen = np.zeros(C, dtype=np.bool_)
-    for r in range(lab.shape[0]):
-        _push(ds, lab[r], r, nlo, nhi, nnn, clo, chi)
-        seen[lab[r]] = True
-    for c in range(C):
-        ncp[c] = _ncp_exchanged(ds, c, -1, -1, nlo, nhi, nnn, clo, chi) if seen[c] else 0.0
+        _top2_of_rows(ds, rows, start[c], start[c + 1], c, nlo, nhi, nnn, clo, chi)
+        ncp[c] = (_ncp_exchanged(ds, c, -1, -1, nlo, nhi, nnn, clo, chi)
+                  if start[c + 1] > start[c] else 0.0)
 
 
 @njit
