@@ -6,6 +6,9 @@ import sys
 from importlib import resources
 
 import duckdb
+import pytest
+
+import kanon_duckdb
 
 from kanon_duckdb import examples_data as ex
 
@@ -120,3 +123,50 @@ def test_a_kanon_runs_table_of_an_earlier_version_gets_its_missing_columns(tmp_p
     assert con.execute("SELECT run_id, num_lo, num_hi, qi_trees FROM kanon_runs ORDER BY run_id"
                        ).fetchall() == [(1, [1.0], [9.0], [None]), (2, [1.0], [9.0], [None])]
     con.close()
+
+
+@pytest.mark.slow
+def test_warmup_compiles_the_lattice_threaded_grouping_for_both_code_dtypes():
+    # the first optimal at 1M rows compiled group_node_parallel for 13.6 s although
+    # `kanon-duckdb warmup` had run: real runs reach that pass only from 2^18 distinct tuples
+    import dataclasses
+
+    import numpy as np
+    from numba.core import event
+
+    from kanon_duckdb import warmup as W
+    from kanon_duckdb.algorithms.lattice import NodeChecker, build_space
+    from kanon_duckdb.algorithms.lattice import _kernels as K
+    from kanon_duckdb.encoding import encode, plan_qis
+
+    times = W.warmup(["optimal", "datafly"])
+    assert list(times) == ["optimal", W.LATTICE_THREADED, "datafly"]
+    con = kanon_duckdb.connect()
+    con.execute(W._WARMUP_SQL.replace("range(400)", "range(3000)"))
+    plan = plan_qis(con, "__kanon_warmup", W._WARMUP_QI)
+    _, data = encode(con, plan, need_num_trees=True, histogram=True)
+    con.close()
+    space = build_space(data)
+    compiled = []
+
+    class Count(event.Listener):
+        def on_start(self, ev):
+            compiled.append(ev.data["dispatcher"].py_func.__name__)
+
+        def on_end(self, ev):
+            pass
+
+    listener = Count()
+    event.register("numba:compile", listener)
+    try:
+        for dtype in (np.uint16, np.int32):  # int32: a level with 65,536 values or more
+            sp = dataclasses.replace(space, codes=space.codes.astype(dtype))
+            ch = NodeChecker(sp, 3, 0.01, stop_early=True)
+            ch.parallel_min = 0  # as a table with 2^18 distinct tuples
+            before = len(K.group_node_parallel.overloads)
+            res = ch.check(ch.bounds)
+            assert res.n_classes > 0 or res.n_suppressed == -1
+            assert len(K.group_node_parallel.overloads) == before == 2
+    finally:
+        event.unregister("numba:compile", listener)
+    assert compiled == []

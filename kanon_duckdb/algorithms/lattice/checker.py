@@ -91,6 +91,7 @@ class NodeChecker:
         self.n_rows_grouped = 0   # input classes fed to the kernels
         self.n_checks = 0
         self.poll = lambda: None  # called before every kernel grouping (interruption check)
+        self.parallel_min = PARALLEL_MIN  # encoded rows from which capped passes use threads
         self.t = space.t  # encoded rows: the distinct tuples of a histogram
         # group_node counts densely only key spaces <= max(2^16, 4 inputs) (inputs <= t): a
         # larger array would never be read (Adult: 0.5 MB instead of 8 MB filled per checker)
@@ -194,7 +195,7 @@ class NodeChecker:
             rep, cnt = (self._norep[0], self._norep[1]) if tab is None else tab[:2]
             rep, cnt, cls = K.group_tuple(sp.codes, rep, cnt, tab is None, cols, cap, want_cls)
             return rep, cnt, cls, sp.codes[cols[:, None], rep[None, :]]
-        if tab is None and cap < _NO_CAP and self.t >= PARALLEL_MIN:  # a long pass: in chunks
+        if tab is None and cap < _NO_CAP and self.t >= self.parallel_min:  # long: in chunks
             key_scr, val_scr, dense_scr = self._chunk_scratch()
             return K.group_node_parallel(sp.codes, cols, self._nolut, self._nolut, False,
                                          self._norep[0], self._norep[1], True, strides, ks, cap,
