@@ -86,6 +86,21 @@ def _string(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+def handover_sql(src: str) -> str:
+    """A query of one row (names VARCHAR[], types VARCHAR[], rows VARCHAR[][]) handing the
+    relation ``src`` (SQL after FROM, bound in the caller's query) to a UDF: its column names
+    and DuckDB types as constants (``alias()``/``typeof()``, one row even for an empty
+    relation) and every row as a VARCHAR list (NULL for no row). The one home of that step for
+    ``k_anonymize`` (:func:`caller_sql`) and the metric and check macros
+    (``caller_macros.py``). O(n·d) text."""
+    def shape(fn):  # fn of every column of the relation, on one row of NULLs
+        return (f"{fn}(COLUMNS(lambda x: x <> '__kanon_one')) FROM (SELECT 1 AS __kanon_one) "
+                f"LEFT JOIN {src} ON false")
+    return (f"SELECT (SELECT list_value(*COLUMNS(*)) FROM (SELECT {shape('alias')})) AS names, "
+            f"(SELECT list_value(*COLUMNS(*)) FROM (SELECT {shape('typeof')})) AS types, "
+            f"(SELECT list(list_value(*COLUMNS(*))) FROM (SELECT COLUMNS(*)::VARCHAR FROM {src})) AS rows")
+
+
 def caller_sql(name: str, args: dict) -> str:
     """The statement publishing a run of ``args`` (checked arguments, ``args['qi']`` the QI
     names as the user wrote them) on the relation ``name``, read in the caller's query."""
@@ -118,10 +133,6 @@ def caller_sql(name: str, args: dict) -> str:
         lo, hi = bound_columns(q)
         cells.append(f"{cell}(__kanon_v{j}, {quote_ident(lo)}, {quote_ident(hi)}, {quote_ident(q)})"
                      f" AS {quote_ident('__kanon_s_' + q)}")
-    def shape(fn):  # fn of every column of the relation, on one row of NULLs
-        return (f"{fn}(COLUMNS(lambda x: x <> '__kanon_one')) FROM (SELECT 1 AS __kanon_one) "
-                f"LEFT JOIN __kanon_src ON false")
-
     key = "hash(" + ", ".join(quote_ident(q) for q in qi) + ")"
     changed = _string("k_anonymize: the relation changed during the call (rows were deleted); "
                       "run it again")
@@ -129,14 +140,9 @@ def caller_sql(name: str, args: dict) -> str:
     # bound before any COLUMNS(...) could report an empty set; the optimizer drops the test
     check = " OR ".join(f"{quote_ident(q)} IS NULL" for q in qi)
     return f"""WITH __kanon_src AS (FROM {src} WHERE true OR {check}),
-__kanon_shape AS (   -- constants: one row even for an empty relation
-    SELECT (SELECT list_value(*COLUMNS(*)) FROM (SELECT {shape('alias')})) AS names,
-           (SELECT list_value(*COLUMNS(*)) FROM (SELECT {shape('typeof')})) AS types
-),
 __kanon_res AS MATERIALIZED (
-    SELECT __kanon_run_rows({_string(json.dumps(args))}, s.names, s.types, v.rows) AS r
-    FROM __kanon_shape s,
-         (SELECT list(list_value(*COLUMNS(*))) AS rows FROM (SELECT COLUMNS(*)::VARCHAR FROM __kanon_src)) v
+    SELECT __kanon_run_rows({_string(json.dumps(args))}, h.names, h.types, h.rows) AS r
+    FROM ({handover_sql('__kanon_src')}) h
 ),
 __kanon_cls AS (
     SELECT c.ec AS __kanon_cec, c.size AS __kanon_csize, c.suppressed AS __kanon_csup,
@@ -167,24 +173,33 @@ def rebuild(cur, name: str, names, types, rows) -> Source:
     ``rows`` a ListArray of VARCHAR lists, one per row) as a TEMP view of the reader cursor
     ``cur``, cast back to its types; the Source keeps the relation's name (runs and taxonomies
     are recorded and looked up by it). O(n·d)."""
+    view = f"__kanon_caller_{next(_views)}"  # not the relation's name: that may be taken
+    typed(cur, names, types, rows).create_view(view, replace=True)
+    return Source(name, quote_ident(view), list(zip(names, types)), "table")
+
+
+def typed(cur, names, types, rows):
+    """The relation handed over by :func:`handover_sql` (column ``names``, DuckDB ``types``
+    texts, ``rows`` a ListArray of VARCHAR lists, one per row, or None for no row) as a
+    DuckDBPyRelation of the cursor ``cur``, every column cast back to its type. O(n·d)."""
     import duckdb
     import numpy as np
     import pyarrow as pa
+    if rows is None:
+        rows = pa.array([], pa.list_(pa.string()))
     if hasattr(rows, "combine_chunks"):
         rows = rows.combine_chunks()
     d = len(names)
     flat = rows.flatten() if len(rows) else pa.array([], pa.string())
     if len(flat) != len(rows) * d:
-        raise InvalidParameterError("k_anonymize: the relation's rows do not match its columns")
+        raise InvalidParameterError("the relation's rows do not match its columns")
     idx = np.arange(len(rows), dtype=np.int64) * d
     text = pa.table([flat.take(pa.array(idx + j)) for j in range(d)],
                     names=[f"c{j}" for j in range(d)])
     # the types go through DuckDB's type parser and expression API, never into SQL text
     cols = [duckdb.ColumnExpression(f"c{j}").cast(duckdb.sqltype(t)).alias(n)
             for j, (n, t) in enumerate(zip(names, types))]
-    view = f"__kanon_caller_{next(_views)}"  # not the relation's name: that may be taken
-    cur.from_arrow(text).select(*cols).create_view(view, replace=True)
-    return Source(name, quote_ident(view), list(zip(names, types)), "table")
+    return cur.from_arrow(text).select(*cols)
 
 
 def qi_slots(plan) -> list[int]:
