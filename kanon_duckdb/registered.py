@@ -155,12 +155,11 @@ def expose(cur, connection_id, name) -> bool:
     return True
 
 
-def expose_all(cur, connection_id) -> bool:
-    """Register on the reader cursor ``cur`` every object the connection ``connection_id``
-    registered (one-pass readers left out), so ``cur`` resolves names as that connection does;
-    False when it registered none."""
+def lookup_all(connection_id) -> list:
+    """[(registered name, object)] of every object the connection ``connection_id`` registered
+    (one-pass readers left out)."""
     if connection_id is None:
-        return False
+        return []
     with _lock:
         found = list(_objects.get(int(connection_id), {}).values())
     try:
@@ -168,9 +167,16 @@ def expose_all(cur, connection_id) -> bool:
         one_pass = (pa.RecordBatchReader,)
     except ImportError:  # pragma: no cover - pyarrow is a dependency
         one_pass = ()
+    return [(n, obj) for n, obj in found if not isinstance(obj, one_pass)]
+
+
+def expose_all(cur, connection_id) -> bool:
+    """Register on the reader cursor ``cur`` every object the connection ``connection_id``
+    registered (one-pass readers left out), so ``cur`` resolves names as that connection does;
+    False when it registered none."""
+    found = lookup_all(connection_id)
     for view_name, obj in found:
-        if not isinstance(obj, one_pass):
-            _original_register(cur, view_name, obj)
+        _original_register(cur, view_name, obj)
     return bool(found)
 
 

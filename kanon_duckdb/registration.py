@@ -50,9 +50,12 @@ def sql_scripts() -> tuple[tuple[str, str], ...]:
 def rendered_scripts() -> tuple[tuple[str, str], ...]:
     """(file name, SQL) as registration runs it: the generated parts filled in (the algorithm
     parameters of k_anonymize, params.render_sql, which follow the algorithm registry; kanon_help's
-    macro names, help.render_help)."""
+    macro names, help.render_help), the metric and check macros routed by relation side
+    (caller_macros.route_scripts)."""
+    from .caller_macros import route_scripts
     scripts = sql_scripts()
-    return tuple((name, render_help(render_sql(text), scripts)) for name, text in scripts)
+    return route_scripts(tuple((name, render_help(render_sql(text), scripts))
+                               for name, text in scripts))
 
 
 def declared_udfs(ctx: UdfContext) -> list[UDF]:

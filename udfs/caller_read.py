@@ -4,18 +4,42 @@
 names, DuckDB type texts, every row as a VARCHAR list; see ``kanon_duckdb/caller_read.py``),
 rebuilds it on a reader cursor, runs the algorithm as ``__kanon_run`` does and returns its
 RUN_TYPE value plus ``slots``: where each QI's published values sit in the class lists.
+
+The metric and check macros on such relations (``kanon_duckdb/caller_macros.py``):
+
+- ``__kanon_side(names, caller)`` (folded at bind time): ``'SELECT NULL::VARCHAR'`` when a
+  relation of ``names`` is seen by the caller only (not by a reader cursor: ``reader_source``
+  finds no registered object and ``caller_source`` none), else ``'SELECT NULL::INTEGER'``;
+  memoized per catalog version, like the metric look-ups (udfs/metrics.py);
+- ``__kanon_caller_sql(macro, overload, args_json, caller)`` (folded): the query answering the
+  call from the caller's own query (``caller_macros.caller_query``);
+- ``__kanon_caller_eval(sql, caller, relations)``: rebuilds the handed-over relations on a
+  fresh cursor, registers them there with the caller's registered objects, runs ``sql`` and
+  returns its one value (JSON text).
 """
 from __future__ import annotations
 
 import json
+import re
 
+import duckdb
 import pyarrow as pa
+
+from kanon_duckdb.errors import InvalidParameterError
 
 from kanon_duckdb.udf_spec import UDF, UdfContext, first_value
 
-from .anonymize import RUN_TYPE, classes_arrow, run_and_store, run_value
+from .anonymize import RUN_TYPE, caller_source, classes_arrow, reader_source, run_and_store, run_value
+from .metrics import _Memo, _registered
 
 CALLER_RUN_TYPE = RUN_TYPE[:-1] + ", slots BIGINT[])"
+_WRAP = re.compile(r"^(?:[A-Za-z ]*Error: Python exception occurred while executing the UDF: "
+                   r"[A-Za-z]*(?:Exception|Error): )+")
+
+
+def _unwrapped(message: str) -> str:
+    """``message`` without the prefixes DuckDB adds each time an error crosses a UDF."""
+    return _WRAP.sub("", message)
 
 
 def declare(ctx: UdfContext) -> list[UDF]:
@@ -39,6 +63,64 @@ def declare(ctx: UdfContext) -> list[UDF]:
                                          names=[f.name for f in run.type] + ["slots"])
         return pa.concat_arrays([out] * len(args_json)) if len(args_json) != 1 else out
 
+    memo = _Memo(con)
+
+    def seen_by_caller_only(conn_id, name) -> bool:
+        def compute():
+            cur = con.cursor()
+            try:
+                if not isinstance(reader_source(cur, conn_id, name), str):
+                    return False  # an object registered on the caller, handed to the cursor
+                return caller_source(cur, name) is None
+            except Exception:  # noqa: BLE001 - the cursor side reports it, as before
+                return False
+            finally:
+                cur.close()
+        return memo.get(("caller", conn_id, name, _registered(conn_id, name)), compute)
+
+    def caller_side(conn_id, names) -> list:
+        seen = []
+        for n in names or []:
+            if isinstance(n, str) and n not in seen and seen_by_caller_only(conn_id, n):
+                seen.append(n)
+        return seen
+
+    def side(names, caller):  # native: one call per row, cheaper than Arrow for one value
+        return "SELECT NULL::VARCHAR" if caller_side(caller, names) else "SELECT NULL::INTEGER"
+
+    def caller_sql(macro, overload, args_json, caller):
+        from kanon_duckdb.caller_macros import ROUTED, caller_query, parse_args, relation_names
+        r, i = ROUTED[first_value(macro)], first_value(overload)
+        args, conn_id = parse_args(first_value(args_json)), first_value(caller)
+        sql = caller_query(r, i, args, caller_side(conn_id, relation_names(r, args)), conn_id)
+        return pa.array([sql] * len(macro), pa.string())
+
+    def caller_eval(sql, caller, relations):
+        from kanon_duckdb.caller_read import typed
+        from kanon_duckdb.registered import lookup_all
+        rels = relations.combine_chunks() if hasattr(relations, "combine_chunks") else relations
+        rels = rels[0]
+        cur = con.cursor()
+        try:
+            for view_name, obj in lookup_all(first_value(caller)):
+                cur.register(view_name, obj)  # recorded for this cursor: its macros see them
+            for rel in rels.values:
+                rows = rel["rows"].values if rel["rows"].is_valid else None
+                table = typed(cur, rel["names"].as_py(), rel["types"].as_py(), rows).to_arrow_table()
+                cur.register(rel["name"].as_py(), table)
+            value = cur.sql(first_value(sql)).fetchall()[0][0]
+        except duckdb.Error as exc:  # the cursor's error, without DuckDB's UDF wrapping
+            raise InvalidParameterError(_unwrapped(str(exc))) from None
+        finally:
+            cur.close()
+        return pa.array([value] * len(sql), pa.string())
+
     return [UDF("__kanon_run_rows", kanon_run_rows,
                 ("VARCHAR", "VARCHAR[]", "VARCHAR[]", "VARCHAR[][]"), CALLER_RUN_TYPE,
-                side_effects=True)]
+                side_effects=True),
+            UDF("__kanon_side", side, ("VARCHAR[]", "UBIGINT"), "VARCHAR", arrow=False),
+            UDF("__kanon_caller_sql", caller_sql, ("VARCHAR", "INTEGER", "VARCHAR", "UBIGINT"),
+                "VARCHAR"),
+            UDF("__kanon_caller_eval", caller_eval,
+                ("VARCHAR", "UBIGINT", "STRUCT(name VARCHAR, names VARCHAR[], types VARCHAR[], "
+                                       "rows VARCHAR[][])[]"), "VARCHAR", side_effects=True)]

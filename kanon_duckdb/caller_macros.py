@@ -1,0 +1,222 @@
+"""The metric and check macros on relations only the caller's connection sees.
+
+A TEMP table or view, a table created in the caller's still-open transaction, or an object
+registered before ``kanon_duckdb`` was imported is invisible to the reader cursors the macros'
+UDFs use (relation.py says why nothing else can read it), and the metric macros need, at bind
+time, the run that produced the table (which columns publish which QI), which is data of the
+table. So such a relation is handed over, as ``k_anonymize`` reads it (caller_read.py):
+
+- every macro of :data:`ROUTED` is registered under an inner name (``__kanon_here_<name>``,
+  the SQL of ``sql/`` unchanged) and its public name becomes a dispatcher
+  (:func:`dispatch_sql`). The dispatcher asks ``__kanon_side`` (a UDF folded at bind time,
+  answer memoized per catalog version) whether the reader cursor can read every relation
+  argument, and DuckDB 2.0 picks a macro overload by the *type* of an argument:
+  ``(FROM query(__kanon_side(...)))`` is ``NULL::INTEGER`` (cursor side: the inner macro,
+  exactly as before) or ``NULL::VARCHAR`` (caller side). Only the chosen overload is bound, so
+  the inner macro never binds on a relation its UDFs cannot see;
+- caller side: ``__kanon_caller_sql`` (folded at bind time) returns a query
+  (:func:`caller_query`) that reads each caller-side relation in the caller's own query with
+  ``query_table`` (``caller_read.handover_sql``: names, types and rows as text) and passes them
+  with the macro call to ``__kanon_caller_eval``, which rebuilds them with their types
+  (``caller_read.typed``), registers them as Arrow tables on a fresh cursor under their
+  unqualified names (the path of an object registered on a cursor: registered.py) and runs the
+  same public macro there (:func:`cursor_call`); the value comes back as JSON and is cast to the
+  macro's type (:attr:`Routed.returns`), a table macro's rows as a list of STRUCTs.
+
+The other arguments reach the cursor as literals rendered from their JSON (``to_json``): they
+must be constants (they already must: the macros fold them at bind time). The base-table path
+pays one folded UDF call and a ``query()`` of ``SELECT NULL::INTEGER`` per macro call; the
+caller side copies the relation once as text (its size as CSV, plus the Arrow copy), like
+``k_anonymize`` on a TEMP table: meant for TEMP tables built by hand, not for 10M rows.
+``kanon_metrics(tbl)`` takes names from a column, which a bind-time dispatch cannot see, so it
+stays on the cursor side (``kanon_compare([...])`` with a constant list is routed).
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+
+from .caller_read import handover_sql, table_name
+from .errors import InvalidParameterError
+from .sqlutil import quote_ident, split_qualified
+
+CONN = "coalesce(getvariable('__kanon_conn_id'), 0)::UBIGINT"
+REL_TYPE = "STRUCT(name VARCHAR, names VARCHAR[], types VARCHAR[], rows VARCHAR[][])[]"
+INNER = "__kanon_here_"
+_AT = "__kanon_at_"
+_SIDE = "__kanon_s"
+
+
+@dataclass(frozen=True)
+class Routed:
+    """A macro whose relation arguments may be caller-side. ``overloads``: each overload's
+    parameters as written in its ``CREATE MACRO`` (``'c := NULL'`` for a named one);
+    ``tables``: parameters holding one relation name, ``lists``: a list of names; ``returns``:
+    the scalar type, or for a table macro (``table``) the STRUCT of one output row."""
+    name: str
+    overloads: tuple
+    returns: str
+    tables: tuple = ("tbl",)
+    lists: tuple = ()
+    table: bool = False
+
+
+_RISK = ("STRUCT(max_risk DOUBLE, avg_risk DOUBLE, records_at_risk DOUBLE, unique_share DOUBLE, "
+         "journalist_risk DOUBLE, marketer_risk DOUBLE, classes BIGINT, records BIGINT)")
+_METRICS = "STRUCT(gcp DOUBLE, discernibility DOUBLE, cavg DOUBLE, suppression DOUBLE, " \
+           "total_il DOUBLE, gen_total_il DOUBLE)"
+
+ROUTED = {r.name: r for r in (
+    Routed("gcp", (("tbl",),), "DOUBLE"),
+    Routed("total_il", (("tbl",),), "DOUBLE"),
+    Routed("gen_total_il", (("tbl",),), "DOUBLE"),
+    Routed("discernibility", (("tbl",),), "HUGEINT"),
+    Routed("cavg", (("tbl", "k"), ("tbl",)), "DOUBLE"),
+    Routed("suppression", (("tbl",),), "DOUBLE"),
+    Routed("cm", (("tbl", "label"),), "DOUBLE"),
+    Routed("info_loss", (("tbl", "weights := NULL"),), "DOUBLE"),
+    Routed("kanon_run_weights", (("tbl",),), "MAP(VARCHAR, DOUBLE)"),
+    Routed("log_level", (("tbl",),), "DOUBLE"),
+    Routed("k_anonymity", (("tbl", "qi"),), "BIGINT"),
+    Routed("l_diversity", (("tbl", "qi", "sensitive", "c := NULL"),),
+           'STRUCT("distinct" BIGINT, entropy DOUBLE, recursive BIGINT)'),
+    Routed("t_closeness", (("tbl", "qi", "sensitive", "distance := NULL"),), "DOUBLE"),
+    Routed("reidentification_risk",
+           (("tbl", "qi", "threshold := 0.2", "population := NULL"),), _RISK,
+           tables=("tbl", "population")),
+    Routed("kanon_qi_loss", (("tbl",),),
+           "STRUCT(qi VARCHAR, kind VARCHAR, n HUGEINT, ncp_sum DOUBLE, ncp DOUBLE, "
+           "il_sum DOUBLE, weight DOUBLE)", table=True),
+    Routed("kanon_classes", (("tbl",),),
+           "STRUCT(run_id BIGINT, ec BIGINT, size BIGINT, suppressed BOOLEAN, lo DOUBLE[], "
+           "hi DOUBLE[], labels VARCHAR[])", table=True),
+)}
+
+
+def _pname(param: str) -> str:
+    return param.split(":=")[0].strip()
+
+
+def _named(param: str) -> bool:
+    return ":=" in param
+
+
+def _pass(params) -> str:
+    """The arguments forwarding ``params`` (named ones by name)."""
+    return ", ".join(f"{_pname(p)} := {_pname(p)}" if _named(p) else p for p in params)
+
+
+def dispatch_sql(r: Routed) -> str:
+    """The public dispatcher of ``r`` and its two-sided overloads (see the module doc)."""
+    rel = [f"[{_pname(t)}]::VARCHAR[]" for t in r.tables] + \
+          [f"{_pname(t)}::VARCHAR[]" for t in r.lists]
+    side = f"(FROM query(__kanon_side({' || '.join(rel)}, {CONN})))"
+    kw = "TABLE " if r.table else ""
+    pub, at = [], []
+    for i, params in enumerate(r.overloads):
+        plist = ", ".join(params)
+        fwd = _pass(params)
+        call = f"{_AT}{r.name}({side}, {fwd})"
+        pub.append(f"({plist}) AS {kw}" + (f"(FROM {call})" if r.table else call))
+        args = "to_json({" + ", ".join(f"'{_pname(p)}': {_pname(p)}" for p in params) + "})"
+        caller = f"(FROM query(__kanon_caller_sql('{r.name}', {i}, {args}, {CONN})))"
+        here = f"{INNER}{r.name}({fwd})"
+        at.append(f"({_SIDE} INTEGER, {plist}) AS {kw}" + (f"(FROM {here})" if r.table else here))
+        at.append(f"({_SIDE} VARCHAR, {plist}) AS {kw}{caller}")
+    return (f"CREATE OR REPLACE MACRO {_AT}{r.name}" + ",\n    ".join(at) + ";\n"
+            f"CREATE OR REPLACE MACRO {r.name}" + ",\n    ".join(pub) + ";\n")
+
+
+_CALL = re.compile(r"\b(" + "|".join(sorted(ROUTED, key=len, reverse=True)) + r")\(")
+
+
+def route_scripts(scripts) -> tuple:
+    """The SQL scripts ((file name, text), in order) with every macro of :data:`ROUTED`
+    defined and called under its inner name, followed by the dispatchers (one more script)."""
+    out = tuple((name, _CALL.sub(lambda m: INNER + m.group(1) + "(", text))
+                for name, text in scripts)
+    return out + (("zz_caller_macros.sql", "".join(dispatch_sql(r) for r in ROUTED.values())),)
+
+
+def _literal(v) -> str:
+    """SQL literal of a JSON value of a macro argument (lists, MAPs given as objects, scalars)."""
+    if v is None:
+        return "NULL"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return repr(v) if math.isfinite(v) else f"'{v}'::DOUBLE"
+    if isinstance(v, str):
+        return "'" + v.replace("'", "''") + "'"
+    if isinstance(v, list):
+        return "[" + ", ".join(_literal(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "MAP {" + ", ".join(f"{_literal(k)}: {_literal(x)}" for k, x in v.items()) + "}"
+    raise InvalidParameterError(f"cannot pass the argument {v!r} to a macro")
+
+
+def _bare(name: str) -> str:
+    """The unqualified name a caller-side relation is registered under on the cursor."""
+    return split_qualified(name.strip())[-1]
+
+
+def cursor_call(r: Routed, overload: int, args: dict, caller_side: set) -> str:
+    """The statement running macro ``r`` on the cursor with ``args`` (JSON values), every
+    caller-side relation named by its unqualified name; one JSON value out."""
+    params = r.overloads[overload]
+    parts = []
+    for p in params:
+        name, v = _pname(p), args.get(_pname(p))
+        if name in r.tables and v in caller_side:
+            v = _bare(v)
+        elif name in r.lists and isinstance(v, list):
+            v = [_bare(t) if t in caller_side else t for t in v]
+        parts.append((f"{name} := " if _named(p) else "") + _literal(v))
+    call = f"{r.name}({', '.join(parts)})"
+    if r.table:
+        return f"SELECT to_json(list(__kanon_r)) FROM (FROM {call}) AS __kanon_r"
+    return f"SELECT to_json({call})"
+
+
+def relation_names(r: Routed, args: dict) -> list:
+    """The relation names among ``args`` (JSON values of the macro's arguments)."""
+    names = [args.get(t) for t in r.tables]
+    for t in r.lists:
+        names += list(args.get(t) or [])
+    return [n for n in names if isinstance(n, str)]
+
+
+def caller_query(r: Routed, overload: int, args: dict, caller_side: list, conn: int) -> str:
+    """The query answering macro ``r`` when the relations ``caller_side`` (names as given) are
+    seen by the caller only: each read in the caller's query and handed to
+    ``__kanon_caller_eval``, whose JSON answer is cast to ``r.returns``."""
+    bare = [_bare(n) for n in caller_side]
+    if len(set(b.lower() for b in bare)) != len(bare):
+        raise InvalidParameterError(
+            f"{r.name}: the relations {caller_side} are seen by your connection only and share "
+            f"a name; copy one of them under another name")
+    froms, rels = [], []
+    for j, name in enumerate(caller_side):
+        src = f"query_table('{table_name(name).replace(chr(39), chr(39) * 2)}')"
+        froms.append(f"({handover_sql(src)}) AS __kanon_h{j}")
+        rels.append(f"{{'name': {_literal(bare[j])}, 'names': __kanon_h{j}.names, "
+                    f"'types': __kanon_h{j}.types, 'rows': __kanon_h{j}.rows}}")
+    sql = cursor_call(r, overload, args, set(caller_side))
+    value = (f"CAST(__kanon_caller_eval({_literal(sql)}, {int(conn)}::UBIGINT, "
+             f"[{', '.join(rels)}]::{REL_TYPE}) AS JSON)")
+    if r.table:
+        return (f"SELECT unnest(__kanon_r) FROM (SELECT unnest(CAST({value} AS {r.returns}[])) "
+                f"AS __kanon_r FROM {', '.join(froms)})")
+    return f"SELECT CAST({value} AS {r.returns}) FROM {', '.join(froms)}"
+
+
+def parse_args(args_json: str) -> dict:
+    return json.loads(args_json) if args_json else {}
+
+
+__all__ = ["ROUTED", "Routed", "route_scripts", "dispatch_sql", "caller_query", "cursor_call",
+           "relation_names", "parse_args", "quote_ident"]

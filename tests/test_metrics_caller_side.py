@@ -1,0 +1,159 @@
+"""The metric and check macros on relations only the caller's connection sees (a TEMP table, a
+TEMP view, a table created in the caller's open transaction) give the base table's value, with
+the base table's type (kanon_duckdb/caller_macros.py); the relation is not changed; bad input
+gets the same clear errors."""
+import contextlib
+
+import duckdb
+import pytest
+
+import kanon_duckdb
+
+METRICS = ["gcp('{t}')", "discernibility('{t}')", "cavg('{t}', 5)", "cavg('{t}')",
+           "total_il('{t}')", "gen_total_il('{t}')", "suppression('{t}')", "info_loss('{t}')",
+           "info_loss('{t}', weights := MAP {{'age': 0.25, 'sex': 0.75}})",
+           "cm('{t}', 'dis')", "log_level('{t}')", "kanon_run_weights('{t}')",
+           "(SELECT list(r ORDER BY qi) FROM kanon_qi_loss('{t}') r)",
+           "(SELECT list(r ORDER BY ec) FROM kanon_classes('{t}') r)"]
+CHECKS = ["k_anonymity('{t}', ['age', 'sex'])",
+          "l_diversity('{t}', ['age', 'sex'], 'dis', c := 2)",
+          "t_closeness('{t}', ['age', 'sex'], 'dis')",
+          "t_closeness('{t}', ['age', 'sex'], 'dis', distance := 'equal')",
+          "reidentification_risk('{t}', ['age', 'sex'], threshold := 0.1)"]
+KINDS = ["temp_table", "temp_view", "in_transaction"]
+
+
+@pytest.fixture(scope="module")
+def con():
+    con = kanon_duckdb.connect()
+    con.sql("CREATE TABLE t AS SELECT (i % 50) + 20 AS age, "
+            "CASE WHEN i % 3 = 0 THEN 'M' ELSE 'F' END AS sex, (i % 7)::VARCHAR AS dis "
+            "FROM range(300) r(i)")
+    con.sql("CREATE TABLE a AS FROM k_anonymize('t', k := 5, qi := ['age', 'sex'])")
+    yield con
+    con.close()
+
+
+@contextlib.contextmanager
+def _caller(con, kind, base, name):
+    """A cursor of ``con`` that alone sees ``name``, a copy of ``base`` of the given kind."""
+    cur = con.cursor()
+    try:
+        if kind == "temp_table":
+            cur.execute(f"CREATE TEMP TABLE {name} AS FROM {base}")
+        elif kind == "temp_view":
+            cur.execute(f"CREATE TEMP VIEW {name} AS FROM {base}")
+        else:
+            cur.execute("BEGIN")
+            cur.execute(f"CREATE TABLE {name} AS FROM {base}")
+        yield cur
+        if kind == "in_transaction":
+            cur.execute("ROLLBACK")
+    finally:
+        cur.close()
+
+
+def _rel(con, expr, t):
+    return con.sql(f"SELECT {expr.format(t=t)} AS v")
+
+
+def _same(x, base):
+    """Equal, floats to summation order."""
+    if isinstance(base, dict):
+        return x.keys() == base.keys() and all(_same(x[k], base[k]) for k in base)
+    if isinstance(base, list):
+        return len(x) == len(base) and all(_same(a, b) for a, b in zip(x, base))
+    if isinstance(base, float):
+        return x == pytest.approx(base, rel=1e-12)
+    return x == base
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_metrics_on_caller_side_output_equal_base_table(con, kind):
+    with _caller(con, kind, "a", "a_side") as cur:
+        for expr in METRICS + CHECKS:
+            base, side = _rel(con, expr, "a"), _rel(cur, expr, "a_side")
+            assert side.types == base.types, expr
+            b = base.fetchall()[0][0]
+            assert _same(side.fetchall()[0][0], b), expr
+        # the relation itself is unchanged
+        assert cur.sql("SELECT count(*), sum(hash(COLUMNS(*))) FROM a_side").fetchall() == \
+            con.sql("SELECT count(*), sum(hash(COLUMNS(*))) FROM a").fetchall()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_checks_on_caller_side_raw_table_equal_base_table(con, kind):
+    with _caller(con, kind, "t", "t_side") as cur:
+        for expr in CHECKS:
+            assert _same(_rel(cur, expr, "t_side").fetchall()[0][0],
+                         _rel(con, expr, "t").fetchall()[0][0]), expr
+        # a caller-side population beside a base table, and the other way round
+        cur.execute("CREATE TEMP TABLE t_half AS FROM t WHERE dis < '3'")
+        risk = "reidentification_risk('{a}', ['age', 'sex'], population := '{p}')"
+        con.execute("CREATE TABLE t_half_base AS FROM t WHERE dis < '3'")
+        try:
+            base = con.sql("SELECT " + risk.format(a="t_half_base", p="t")).fetchall()[0][0]
+        finally:
+            con.execute("DROP TABLE t_half_base")
+        assert base["marketer_risk"] < base["avg_risk"]  # the population counts
+        assert cur.sql("SELECT " + risk.format(a="t_half", p="t_side")).fetchall()[0][0] == base
+        assert cur.sql("SELECT " + risk.format(a="t_half", p="t")).fetchall()[0][0] == base
+
+
+def test_output_of_k_anonymize_on_a_temp_table_scores_as_the_base_output(con):
+    cur = con.cursor()
+    try:
+        cur.execute("CREATE TEMP TABLE t_tmp AS FROM t")
+        cur.execute("CREATE TEMP TABLE a_tmp AS FROM k_anonymize('t_tmp', k := 5, qi := ['age', 'sex'])")
+        for expr in ["gcp('{t}')", "discernibility('{t}')", "k_anonymity('{t}', ['age', 'sex'])"]:
+            assert _same(_rel(cur, expr, "a_tmp").fetchall()[0][0],
+                         _rel(con, expr, "a").fetchall()[0][0]), expr
+    finally:
+        cur.close()
+
+
+def test_base_table_path_hands_nothing_over(con):
+    """A base table binds the macro's own body (the INTEGER overload): no copy of its rows."""
+    plan = "".join(r[1] for r in con.sql("EXPLAIN SELECT gcp('a')").fetchall())
+    assert "__kanon_caller_eval" not in plan
+    with _caller(con, "temp_table", "a", "a_plan") as cur:
+        plan = "".join(r[1] for r in cur.sql("EXPLAIN SELECT gcp('a_plan')").fetchall())
+        assert "__kanon_caller_eval" in plan
+
+
+def test_temp_name_qualified_past_a_shadowed_table(con):
+    """'temp.main.x' names the TEMP table even when a regular x exists (plain 'x' is refused:
+    tests/test_temp_shadowing.py)."""
+    cur = con.cursor()
+    try:
+        cur.execute("CREATE TEMP TABLE a AS FROM memory.main.a WHERE ec % 2 = 0")
+        want = cur.sql("SELECT count(*) FROM temp.main.a").fetchall()[0][0]
+        assert 0 < want < 300
+        assert cur.sql("SELECT discernibility('temp.main.a')").fetchall()[0][0] == \
+            cur.sql("SELECT sum(n * n) FROM (SELECT count(*) AS n FROM temp.main.a GROUP BY ec)"
+                    ).fetchall()[0][0]
+        with pytest.raises(duckdb.Error, match="shadows the table"):
+            cur.sql("SELECT discernibility('a')").fetchall()
+    finally:
+        cur.close()
+
+
+@pytest.mark.parametrize("expr, base, message", [
+    ("gcp('{t}')", "t", "is not an output of k_anonymize"),
+    ("k_anonymity('{t}', ['nope'])", "t", "quasi-identifier 'nope' is not a column"),
+    ("l_diversity('{t}', ['age'], 'nope')", "a", "column 'nope' is not a column"),
+    ("gcp('{t}')", "(FROM a LIMIT 0)", "is empty"),
+])
+def test_bad_input_on_a_temp_table_is_a_clear_error(con, expr, base, message):
+    with _caller(con, "temp_table", base, "bad_side") as cur:
+        with pytest.raises(duckdb.Error, match=message) as err:
+            _rel(cur, expr, "bad_side").fetchall()
+        assert "Python exception occurred while executing the UDF: InvalidInputException" \
+            not in str(err.value)  # one message, not DuckDB's nesting of it
+        assert cur.sql("SELECT count(*) FROM bad_side").fetchall()[0][0] == \
+            con.sql(f"SELECT count(*) FROM {base}").fetchall()[0][0]
+
+
+def test_unknown_name_is_duckdbs_catalog_error(con):
+    with pytest.raises(duckdb.Error, match="nope_tbl does not exist"):
+        con.sql("SELECT gcp('nope_tbl')").fetchall()
