@@ -15,8 +15,9 @@ up (``TaxonomyIndex.anc``, capped at the root). ``LatticeSpace`` precomputes, on
 
 Numeric QIs use the interval tree of ``data.num_trees[j]`` (from ``kanon_taxonomy``, attached by
 ``encoding.attach_numeric_trees``) or, when there is none, a nested interval tree built here from
-the column's distinct values (``builders.interval_edges`` with its default widths; the widths are
-reported in ``auto_widths``). A numeric NULL is its own leaf under the root. The published range
+the column's distinct values (``taxonomy.intervals.interval_index``: the tree of
+``builders.interval_edges`` with its default widths, built as arrays; the widths are reported in
+``auto_widths``). A numeric NULL is its own leaf under the root. The published range
 of a numeric node is the min/max of the data values under it (never parsed from labels); a node
 covering the NULL leaf publishes the NULL range (NaN).
 """
@@ -30,7 +31,8 @@ import numpy as np
 from ...ncp import node_ncp
 from . import _kernels as K
 from ...taxonomy import builders
-from ...taxonomy.tree import TaxonomyIndex, build_index, flat_index
+from ...taxonomy.intervals import interval_index
+from ...taxonomy.tree import TaxonomyIndex, flat_index
 from ...qidata import QIData
 
 
@@ -96,22 +98,20 @@ class LatticeSpace:
 
 def _auto_numeric_tree(name, vals, is_int):
     """Interval tree over the distinct values ``vals`` (sorted float64) and its widths."""
-    if is_int and np.all(vals == np.round(vals)):
-        pyvals = [int(v) for v in vals]
-        labels = [str(v) for v in pyvals]
-        integral = True
+    integral = bool(np.all(vals == np.floor(vals)))
+    if is_int and integral:
+        labels = [str(v) for v in vals.astype(np.int64).tolist()]
+        lo, hi = (Fraction(int(v)) for v in (vals[0], vals[-1]))
     else:
-        pyvals = [float(v) for v in vals]
-        labels = [repr(v) for v in pyvals]
-        integral = all(float(v).is_integer() for v in pyvals)
-    exact = [Fraction(v) if isinstance(v, int) else Fraction(repr(v)) for v in (pyvals[0], pyvals[-1])]
-    lo, hi = exact
+        labels = [repr(v) for v in vals.tolist()]
+        lo, hi = (Fraction(repr(float(v))) for v in (vals[0], vals[-1]))
     widths = builders.default_widths(lo, hi, integral) if hi > lo else []
-    if widths:
-        tree = build_index(name, builders.interval_edges(pyvals, widths, labels=labels, attr=name))
+    if widths:  # leaves in value order
+        tree = interval_index(name, vals, labels, widths)
+        leaf_of_value = np.arange(vals.shape[0], dtype=np.int32)
     else:
         tree = flat_index(name, labels)
-    leaf_of_value = np.array([tree.leaf_of_label[lab] for lab in labels], dtype=np.int32)
+        leaf_of_value = np.array([tree.leaf_of_label[lab] for lab in labels], dtype=np.int32)
     return tree, leaf_of_value, [int(w) if w.denominator == 1 else float(w) for w in widths]
 
 
