@@ -21,7 +21,11 @@ Prints, per size (``--sizes``, default 1e6) on the 8-QI mixed synthetic table of
   Mondrian GCP in points, peak RSS of the JVM and of the largest Python worker and CPU seconds
   of the driver, JVM and workers (sampled from /proc), and from the run's ``partition_log``:
   seconds inside the workers' partitions, the largest partition, worker processes, numba
-  compiles.
+  compiles;
+- Spark lattice (``--spark-lattice``): ``kanon_duckdb.spark.k_anonymize`` ``optimal`` (k, 1 %
+  suppression) on the same table from Parquet, written to Parquet, in a child process (the
+  driver): seconds, distinct tuples, the driver process's own peak RSS (``ru_maxrss``) and the
+  JVM's (sampled), rows written and their smallest class.
 
 Each run happens in this process after one warm-up on 2,000 rows (compiles excluded). Run it
 under ``flock /tmp/kanon-bench.lock`` on a shared machine and say so with the figures.
@@ -190,6 +194,54 @@ def spark_row(con, n, k, partition_rows, tmp):
           f"(driver + JVM + workers)", flush=True)
 
 
+def spark_lattice_child(src, dst, k):
+    """The driver of one Spark lattice run (a child process, so its peak RSS is its own)."""
+    import os
+
+    from pyspark.sql import SparkSession
+
+    from kanon_duckdb.spark import k_anonymize as spark_k_anonymize
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = (SparkSession.builder.master("local[2]").appName("bench_scale")
+             .config("spark.driver.memory", "8g").config("spark.ui.enabled", "false")
+             .config("spark.sql.shuffle.partitions", "8").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        info = {}
+        t0 = time.perf_counter()
+        out = spark_k_anonymize(spark.read.parquet(src), k, SYNTH_QI, algo="optimal",
+                                max_suppression=0.01, info=info)
+        out.write.mode("overwrite").parquet(dst)
+        secs = time.perf_counter() - t0
+        jvm = spark.sparkContext._gateway.proc.pid  # spark-submit execs the JVM
+        with open(f"/proc/{jvm}/status") as f:  # VmHWM: the JVM's peak RSS
+            jvm_mb = int(f.read().split("VmHWM:")[1].split()[0]) / 1024
+    finally:
+        spark.stop()
+    print(json.dumps({"secs": secs, "histogram_rows": info["histogram_rows"], "jvm_mb": jvm_mb,
+                      "node": info["details"].get("levels"), "driver_mb": peak_rss_mb()}))
+
+
+def spark_lattice_row(con, n, k, tmp):
+    """Spark local[2] optimal on the synthetic table: driver (child process) and JVM peak RSS."""
+    import subprocess
+    src, dst = f"{tmp}/synth.parquet", f"{tmp}/spark_lat.parquet"
+    con.execute(f"COPY synth TO '{src}' (FORMAT parquet)")
+    sampler = RssSampler()
+    try:
+        res = subprocess.run([sys.executable, __file__, "--spark-lattice-child", src, dst,
+                              "--k", str(k)], capture_output=True, text=True, check=True)
+    finally:
+        _jvm, _py, cpu = sampler.stop()
+    r = json.loads(res.stdout.strip().splitlines()[-1])
+    rows, smallest = con.execute(f"SELECT count(*), min(ec_size) FROM read_parquet('{dst}/*.parquet') "
+                                 "WHERE NOT suppressed").fetchall()[0]
+    print(f"{n:>10} {'spark opt':>9} {r['secs']:8.2f} s; {r['histogram_rows']:,} distinct tuples, "
+          f"node {r['node']}; driver peak RSS {r['driver_mb']:.0f} MB, JVM {r['jvm_mb']:.0f} MB; CPU "
+          f"{cpu:.0f} s (driver + JVM + "
+          f"workers); rows kept {rows:,}, smallest class {smallest}", flush=True)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="1e6")
@@ -200,7 +252,13 @@ def main(argv=None):
     ap.add_argument("--spark", action="store_true", help="Spark local[2] Mondrian vs one machine")
     ap.add_argument("--partition-rows", type=int, default=1_000_000,
                     help="Spark: largest partition per kernel call")
+    ap.add_argument("--spark-lattice", action="store_true",
+                    help="Spark local[2] optimal: driver and JVM peak RSS")
+    ap.add_argument("--spark-lattice-child", nargs=2, metavar=("SRC", "DST"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    if a.spark_lattice_child:
+        spark_lattice_child(*a.spark_lattice_child, a.k)
+        return
     con = kanon_duckdb.connect()
     con.execute(SYNTH_SQL.format(n=2000))
     algos = [x for x in a.algos.split(",") if x]
@@ -228,6 +286,10 @@ def main(argv=None):
             import tempfile
             with tempfile.TemporaryDirectory() as tmp:
                 spark_row(con, n, a.k, a.partition_rows, tmp)
+        if a.spark_lattice:
+            import tempfile
+            with tempfile.TemporaryDirectory() as tmp:
+                spark_lattice_row(con, n, a.k, tmp)
     print(f"peak RSS {peak_rss_mb():.0f} MB")
     con.close()
 

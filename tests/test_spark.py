@@ -301,3 +301,111 @@ def test_lattice_with_l_diversity_equals_the_duckdb_path(patients, taxonomy):
     assert strip(spark_rows) == strip(duck_rows)
     pdf, groups = published_classes(out)
     assert groups["disease"].nunique().min() >= 3 and groups.size().min() >= 4
+
+
+# --- the source changes between the run's reads (issue 15 section 2: "keep the guard that fails
+# clearly when the relation changed between the two reads", as ConcurrentChangeError in DuckDB)
+
+CHANGED = "changed between two of its reads"
+CHANGES = {  # a file of the source rewritten in place (Spark re-reads it on every action)
+    "rows added": lambda t: pa_concat([t, t.slice(0, 7)]),  # copies: tuples the run already saw
+    "rows removed": lambda t: t.slice(0, 40),
+    "a QI value changed": lambda t: t.set_column(t.column_names.index("age"), "age",
+                                                 pa_array([99] + t.column("age").to_pylist()[1:])),
+}
+
+
+def pa_concat(tables):
+    import pyarrow as pa
+    return pa.concat_tables(tables)
+
+
+def pa_array(values):
+    import pyarrow as pa
+    return pa.array(values, pa.int32())
+
+
+@pytest.fixture
+def people_parquet(con, tmp_path):
+    """The people table as a Parquet directory of 4 files of 100 rows."""
+    import pyarrow.parquet as pq
+    table = con.sql("FROM people ORDER BY id").to_arrow_table()
+    for i in range(4):
+        pq.write_table(table.slice(100 * i, 100), tmp_path / f"part{i}.parquet")
+    return tmp_path
+
+
+@pytest.mark.parametrize("change", list(CHANGES))
+@pytest.mark.parametrize("algo", ["mondrian", "optimal",
+                                  pytest.param("kmember", marks=pytest.mark.slow)])
+def test_a_source_that_changes_before_the_output_is_read_fails_clearly(
+        spark, people_parquet, taxonomy, algo, change):
+    """Rows added, removed or moved to a new QI tuple in a Parquet file after ``k_anonymize``
+    returned: reading the output fails with the guard's error (problem and fix) instead of
+    dropping rows (the lattice's inner join did) or publishing partitions that were not
+    counted. The same output read while the source is unchanged passes."""
+    import pyarrow.parquet as pq
+    df = spark.read.parquet(str(people_parquet))
+    out = k_anonymize(df, 4, QI, algo=algo, taxonomy=taxonomy, partition_rows=60,
+                      **({"max_suppression": 0.05} if algo == "optimal" else {}))
+    assert out.count() == 400  # an unchanged source passes the guard (a second read)
+    path = people_parquet / "part1.parquet"
+    pq.write_table(CHANGES[change](pq.read_table(path)), path)
+    with pytest.raises(Exception, match=CHANGED) as err:
+        out.collect()
+    assert "ConcurrentChangeError" in str(err.value) and "localCheckpoint()" in str(err.value)
+
+
+def changing_source(spark, con, tmp_path, change_at):
+    """A Spark DataFrame of the people table whose ``change_at``-th scan and later ones read
+    it with 10 rows fewer (one partition; a counter file counts the scans)."""
+    import pyarrow.parquet as pq
+    rows = con.sql("FROM people ORDER BY id").to_arrow_table()
+    pq.write_table(rows, tmp_path / "rows.parquet")
+    pq.write_table(rows.slice(10), tmp_path / "fewer.parquet")
+    counter = tmp_path / "scans"
+    schema = spark.createDataFrame(con.sql("FROM people LIMIT 1").df()).schema
+
+    def scan(_):
+        import pyarrow.parquet as pq
+        with open(counter, "a+") as f:
+            f.write("x")
+            f.seek(0)
+            n = len(f.read())
+        name = "fewer.parquet" if n >= change_at else "rows.parquet"
+        return [tuple(r.values()) for r in pq.read_table(tmp_path / name).to_pylist()]
+
+    return spark.createDataFrame(spark.sparkContext.parallelize([0], 1).flatMap(scan), schema)
+
+
+@pytest.mark.parametrize("models", [{}, {"sensitive": "income", "l": 2}])
+def test_a_source_that_changes_during_the_split_fails_on_the_driver(spark, con, tmp_path,
+                                                                    taxonomy, models):
+    """The statistics' read and the split's cached read disagree (second scan: 10 rows
+    fewer): ``k_anonymize`` itself raises ConcurrentChangeError. With l-diversity the first two
+    reads are the sensitive histogram and the statistics."""
+    from kanon_duckdb.errors import ConcurrentChangeError
+    df = changing_source(spark, con, tmp_path, change_at=2)
+    with pytest.raises(ConcurrentChangeError, match=CHANGED + r".*390 rows where 400"):
+        k_anonymize(df, 4, QI, taxonomy=taxonomy, partition_rows=60, **models)
+    (tmp_path / "steady").mkdir()
+    steady = changing_source(spark, con, tmp_path / "steady", change_at=10 ** 6)
+    assert k_anonymize(steady, 4, QI, taxonomy=taxonomy, partition_rows=60, **models).count() == 400
+
+
+def test_the_guard_checks_every_expected_group_and_only_those():
+    """A group whose rows all vanished (the cogroup calls it with no rows) and rows of a group
+    the run never counted both fail; a matching group passes without the hash columns."""
+    import pyarrow as pa
+
+    from kanon_duckdb.errors import ConcurrentChangeError
+    from kanon_duckdb.spark._guard import H1, H2, check_group
+    rows = pa.table({"g": [3, 3], "v": [1, 2], H1: [5, -7], H2: [1, 1]})
+    expected = pa.table({"g": [3], "n": [2], "s1": [-2], "s2": [2]})
+    assert check_group(rows, expected, "g", "group").column_names == ["g", "v"]
+    with pytest.raises(ConcurrentChangeError, match="group 3: 0 rows where 2 were counted"):
+        check_group(rows.slice(0, 0), expected, "g", "group")
+    with pytest.raises(ConcurrentChangeError, match="group 3: 2 rows where 0 were counted"):
+        check_group(rows, expected.slice(0, 0), "g", "group")
+    with pytest.raises(ConcurrentChangeError, match="same 2 rows count but different"):
+        check_group(rows.set_column(2, H1, pa.array([5, -6])), expected, "g", "group")

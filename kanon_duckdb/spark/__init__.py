@@ -129,9 +129,10 @@ def _models(algorithm, k, params):
 
 def _side_check(df, plan, models, sensitive, t_distance, edges):
     """(``_split.SideCheck``, the whole table's sensitive histogram for the partitions'
-    ``sensitive_reference``) when a model looks at sensitive values (l-diversity,
-    t-closeness), else (None, None). One Spark aggregation by sensitive tuple, collected; the
-    models are checked on the whole table (InfeasibleError when it already violates them)."""
+    ``sensitive_reference``, the read's ``_guard.Fingerprint``) when a model looks at sensitive
+    values (l-diversity, t-closeness), else (None, None, None). ``df`` holds the row hashes
+    (``_guard``). One Spark aggregation by sensitive tuple, collected; the models are checked
+    on the whole table (InfeasibleError when it already violates them)."""
     import numpy as np
     from pyspark.sql import functions as F
 
@@ -140,13 +141,16 @@ def _side_check(df, plan, models, sensitive, t_distance, edges):
     from ..privacy.hooks import sensitive_columns
     from ..privacy.models import TCloseness
     from ..privacy.spec import build_spec
+    from . import _guard
     from ._split import SideCheck
     if not any(hasattr(m, "kind") or isinstance(m, TCloseness) for m in models):
-        return None, None
+        return None, None, None
     cols = sensitive_columns(plan, sensitive, models, [])
-    hist = (df.groupBy(*[F.col(f"`{c}`") for c in cols]).agg(F.count(F.lit(1)).alias("__kanon_n"))
-            .toArrow())
+    hist = (df.groupBy(*[F.col(f"`{c}`") for c in cols]).agg(F.count(F.lit(1)).alias("__kanon_n"),
+                                                             *_guard.sums()[1:]).toArrow())
     counts = hist.column("__kanon_n").to_numpy().astype(np.int64)
+    seen = _guard.Fingerprint(int(counts.sum()), *(int(hist.column(f"__kanon_fp_{i}").cast("int64")
+                                                       .to_numpy().sum()) for i in (1, 2)))
     values = hist.select(cols)
     con = kanon_duckdb.connect()
     try:
@@ -157,7 +161,7 @@ def _side_check(df, plan, models, sensitive, t_distance, edges):
     finally:
         con.close()
     index = {tuple(r[c] for c in cols): i for i, r in enumerate(values.to_pylist())}
-    return SideCheck(spec, cols, index), (values, counts)
+    return SideCheck(spec, cols, index), (values, counts), seen
 
 
 def _partition_log(sc):
@@ -189,6 +193,7 @@ def k_anonymize(df, k, qi, algo="mondrian", taxonomy=None, *, numeric=None, cate
     from ..algorithms import get_algorithm
     from ..anonymize import check_k
     from ..taxonomy.tree import build_index
+    from . import _guard
     from ._split import coordinate, split
     from ._worker import PART, anonymize_partition
     k = check_k(k)
@@ -200,21 +205,25 @@ def k_anonymize(df, k, qi, algo="mondrian", taxonomy=None, *, numeric=None, cate
     if algorithm.family == "lattice":
         from ._lattice import anonymize_lattice
         return anonymize_lattice(df, k, plan, _edges(taxonomy), algorithm, seed, params,
-                                 _output_schema(df, plan)[1], info)
+                                 _output_schema(df, plan)[0], int(partition_rows), info)
     all_edges = _edges(taxonomy)
     edges = [e for e in all_edges if e[0] in plan.categorical]
-    check, reference = _side_check(df, plan, models, sensitive, t_distance, all_edges)
+    hashed = df.select("*", *_guard.row_hashes(df))
+    check, reference, first = _side_check(hashed, plan, models, sensitive, t_distance, all_edges)
     if check is not None:  # the sensitive columns' trees (hierarchical t-closeness) go along
         edges += [e for e in all_edges if e[0] in check.columns and e[0] not in plan.categorical]
-    aggs = [F.count(F.lit(1)).alias("__n")]
+    aggs = [F.count(F.lit(1)).alias("__n"), *_guard.sums()]
     for c in plan.numeric:
         x = F.col(f"`{c}`").cast("double")
         aggs += [F.min(x).alias(f"lo_{c}"), F.max(x).alias(f"hi_{c}")]
     flat = [c for c in plan.categorical if not any(e[0] == c for e in edges)]
     for c in flat:
         aggs.append(F.collect_set(F.col(f"`{c}`").cast("string")).alias(f"v_{c}"))
-    g = df.agg(*aggs).collect()[0]
+    g = hashed.agg(*aggs).collect()[0]
     n = int(g["__n"])
+    total = _guard.of_row(g)
+    if first is not None:
+        _guard.check("the statistics' read", total, first)
     check_k(k, n)
     ranges = {c: (g[f"lo_{c}"] if g[f"lo_{c}"] is not None else 0.0,
                   g[f"hi_{c}"] if g[f"hi_{c}"] is not None else 0.0) for c in plan.numeric}
@@ -235,10 +244,11 @@ def k_anonymize(df, k, qi, algo="mondrian", taxonomy=None, *, numeric=None, cate
         lut = F.create_map(*pairs)
         cols.append(F.coalesce(lut[F.col(f"`{c}`").cast("string")], F.lit(-1)).cast("double"))
         scales.append(float(max(tree.leaf_count, 1)))
-    coords = df.select("*", *[x.alias(coordinate(j)) for j, x in enumerate(cols)])
-    narrow = coords.select(*[coordinate(j) for j in range(len(cols))],
+    coords = hashed.select("*", *[x.alias(coordinate(j)) for j, x in enumerate(cols)])
+    narrow = coords.select(*[coordinate(j) for j in range(len(cols))], _guard.H1, _guard.H2,
                            *[F.col(f"`{c}`") for c in (check.columns if check else [])])
-    part, n_parts, levels = split(narrow, n, scales, min_size, int(partition_rows), check=check)
+    part, n_parts, levels, prints = split(narrow, total, scales, min_size, int(partition_rows),
+                                          check=check)
     parted = coords.withColumn(PART, part)
     arrow_schema, spark_schema = _output_schema(df, plan)
     spec = {"k": k, "algo": algo, "qi": plan.qi, "numeric": plan.numeric or None,
@@ -249,15 +259,18 @@ def k_anonymize(df, k, qi, algo="mondrian", taxonomy=None, *, numeric=None, cate
 
     log = _partition_log(df.sparkSession.sparkContext) if info is not None else None
 
-    def run_partition(table):
+    def run_partition(table, expected):
         import sys
         if root not in sys.path and os.path.isdir(root):
             sys.path.insert(0, root)  # local mode: the driver's copy of the package
+        from kanon_duckdb.spark._guard import check_group
         from kanon_duckdb.spark._worker import anonymize_partition as run
-        return run(table, spec, log)
+        return run(check_group(table, expected, PART, "the output's read of partition"), spec, log)
 
     del anonymize_partition  # imported above to fail early on the driver when it cannot load
-    source_cols = [f"`{c}`" for c in df.columns] + [PART]
+    source_cols = [f"`{c}`" for c in df.columns] + [PART, _guard.H1, _guard.H2]
     if info is not None:
         info.update(partitions=n_parts, levels=levels, partition_log=log)
-    return parted.select(*source_cols).groupBy(PART).applyInArrow(run_partition, spark_schema)
+    expected = _guard.expected_frame(df.sparkSession, PART, prints)
+    return (parted.select(*source_cols).groupBy(PART).cogroup(expected.groupBy(PART))
+            .applyInArrow(run_partition, spark_schema))

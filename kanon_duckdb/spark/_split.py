@@ -50,8 +50,14 @@ class SideCheck:
         return bool(sub.classes_ok(ec, 2).all())
 
 
-def split(sdf, n_rows: int, scales, k: int, max_rows: int, max_levels: int = 40, check=None):
-    """(Column: each row's final partition id, number of partitions, levels run).
+def split(sdf, total, scales, k: int, max_rows: int, max_levels: int = 40, check=None):
+    """(Column: each row's final partition id, number of partitions, levels run, {partition:
+    ``_guard.Fingerprint`` of its rows}).
+
+    ``total``: the fingerprint of the whole table from an earlier read (``_guard``); ``sdf``
+    also holds the row hashes ``_guard.H1``/``H2``. When levels run, one pass over the cached
+    coordinates by final partition gives each partition's fingerprint, and their sum must equal
+    ``total`` (else ConcurrentChangeError: the source changed since that read).
 
     ``sdf`` holds ``coordinate(j)`` for j < len(scales) (and ``check``'s sensitive columns);
     ``scales[j]`` is the normalizing width of coordinate j (> 0). ``check``: a SideCheck when
@@ -66,7 +72,8 @@ def split(sdf, n_rows: int, scales, k: int, max_rows: int, max_levels: int = 40,
     from pyspark.sql import functions as F
     d = len(scales)
     xs = [coordinate(j) for j in range(d)]
-    counts = {0: n_rows}
+    from . import _guard
+    counts = {0: total.rows}
     boxes = {0: []}  # partition -> its cuts from the root, as Spark conditions
     final = set()  # partitions without an allowable cut
     next_id = 1
@@ -139,9 +146,20 @@ def split(sdf, n_rows: int, scales, k: int, max_rows: int, max_levels: int = 40,
                 boxes[a], boxes[b] = boxes[p] + [go_left], boxes[p] + [~go_left]
                 del counts[p], boxes[p]
                 counts[a], counts[b] = left, right
+        prints = {0: total}
+        if levels:
+            part = part_of(boxes)
+            prints = {r[PART]: _guard.of_row(r) for r in
+                      cached.groupBy(part.alias(PART)).agg(*_guard.sums()).collect()}
+            _guard.check("the split's read", sum(prints.values(), _guard.ZERO), total)
+            for p, c in counts.items():  # the cache was recomputed from a changed source
+                seen = prints.get(p, _guard.ZERO)
+                if seen.rows != c:
+                    raise _guard.changed(f"the split's partition {p}", seen,
+                                         _guard.Fingerprint(c, seen.s1, seen.s2))
     finally:
         cached.unpersist()
-    return part_of(boxes), len(counts), levels
+    return part_of(boxes), len(counts), levels, prints
 
 
 def part_of(boxes: dict):
