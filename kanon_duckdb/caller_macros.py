@@ -65,6 +65,7 @@ class Routed:
 
 _RISK = ("STRUCT(max_risk DOUBLE, avg_risk DOUBLE, records_at_risk DOUBLE, unique_share DOUBLE, "
          "journalist_risk DOUBLE, marketer_risk DOUBLE, classes BIGINT, records BIGINT)")
+_ERRORS = "STRUCT(qid BIGINT, raw_value DOUBLE, anon_estimate DOUBLE, rel_error DOUBLE)"
 _METRICS = "STRUCT(gcp DOUBLE, discernibility DOUBLE, cavg DOUBLE, suppression DOUBLE, " \
            "total_il DOUBLE, gen_total_il DOUBLE)"
 
@@ -92,6 +93,25 @@ ROUTED = {r.name: r for r in (
     Routed("kanon_classes", (("tbl",),),
            "STRUCT(run_id BIGINT, ec BIGINT, size BIGINT, suppressed BOOLEAN, lo DOUBLE[], "
            "hi DOUBLE[], labels VARCHAR[])", table=True),
+    Routed("kanon_compare", (("tables",),), "STRUCT(\"table\" VARCHAR, " + _METRICS[7:],
+           tables=(), lists=("tables",), table=True),
+    Routed("kanon_mapping", (("anon_tbl",),), "STRUCT(qi VARCHAR, raw VARCHAR, ec BIGINT, "
+           "label VARCHAR, lo DOUBLE, hi DOUBLE)", tables=("anon_tbl",), table=True),
+    Routed("kanon_rewrite", (("sql", "anon_tbl"),), "VARCHAR", tables=("anon_tbl",)),
+    Routed("query_workload", (("raw_tbl", "n := 1000", "seed := 0", "dims := 2", "qi := NULL"),),
+           "STRUCT(qid BIGINT, sql VARCHAR)", tables=("raw_tbl",), table=True),
+    Routed("workload_query_errors", (("workload_tbl", "raw_tbl", "anon_tbl"),), _ERRORS,
+           tables=("workload_tbl", "raw_tbl", "anon_tbl"), table=True),
+    Routed("workload_error", (("workload_tbl", "raw_tbl", "anon_tbl"),),
+           "STRUCT(n_queries BIGINT, n_skipped BIGINT, mean_rel_error DOUBLE, "
+           "median_rel_error DOUBLE, p95_rel_error DOUBLE, max_rel_error DOUBLE)",
+           tables=("workload_tbl", "raw_tbl", "anon_tbl"), table=True),
+    Routed("classification_utility",
+           (("raw_tbl", "anon_tbl", "label", "models := ['knn', 'svm', 'rf', 'nb']", "seed := 0",
+             "test_fraction := 0.3", "qi := NULL", "encoding := 'ordinal'", "features := 'qi'"),),
+           "STRUCT(model VARCHAR, accuracy_anon DOUBLE, f1_anon DOUBLE, accuracy_raw DOUBLE, "
+           "f1_raw DOUBLE, n_train BIGINT, n_test BIGINT, split VARCHAR)",
+           tables=("raw_tbl", "anon_tbl"), table=True),
 )}
 
 
@@ -211,7 +231,9 @@ def caller_query(r: Routed, overload: int, args: dict, caller_side: list, conn: 
     if r.table:
         return (f"SELECT unnest(__kanon_r) FROM (SELECT unnest(CAST({value} AS {r.returns}[])) "
                 f"AS __kanon_r FROM {', '.join(froms)})")
-    return f"SELECT CAST({value} AS {r.returns}) FROM {', '.join(froms)}"
+    out = f"json_extract_string({value}, '$')" if r.returns == "VARCHAR" else \
+        f"CAST({value} AS {r.returns})"  # a JSON string cast to VARCHAR keeps its quotes
+    return f"SELECT {out} FROM {', '.join(froms)}"
 
 
 def parse_args(args_json: str) -> dict:

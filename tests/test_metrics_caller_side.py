@@ -157,3 +157,73 @@ def test_bad_input_on_a_temp_table_is_a_clear_error(con, expr, base, message):
 def test_unknown_name_is_duckdbs_catalog_error(con):
     with pytest.raises(duckdb.Error, match="nope_tbl does not exist"):
         con.sql("SELECT gcp('nope_tbl')").fetchall()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_table_macros_on_caller_side_relations_equal_base_tables(con, kind):
+    """kanon_compare, kanon_mapping, kanon_rewrite and the workload macros: the caller-side
+    relation gives the base table's rows (names in the output replaced back)."""
+    con.execute("CREATE OR REPLACE TABLE w AS FROM query_workload('t', n := 15, qi := ['age', 'sex'])")
+    with _caller(con, kind, "a", "a_side") as cur:
+        cur.execute(f"CREATE TEMP {'VIEW' if kind == 'temp_view' else 'TABLE'} t_side AS FROM t")
+        cur.execute("CREATE TEMP TABLE w_side AS FROM w")
+        pairs = [
+            ("SELECT * EXCLUDE (\"table\") FROM kanon_compare([{a}])", {}),
+            ("FROM kanon_mapping({a}) ORDER BY ALL", {}),
+            ("SELECT kanon_rewrite('SELECT count(*) FROM t WHERE age < 30', {a})", {}),
+            ("SELECT qid, replace(replace(sql, '\"temp\".\"main\".', ''), 't_side', 't') FROM query_workload({t}, n := 15, "
+             "qi := ['age', 'sex']) ORDER BY qid", {}),
+            ("FROM workload_query_errors({w}, {t}, {a}) ORDER BY qid", {}),
+            ("FROM workload_error({w}, {t}, {a})", {}),
+        ]
+        for sql, _ in pairs:
+            base = con.sql(sql.format(a="'a'", t="'t'", w="'w'"))
+            side = cur.sql(sql.format(a="'a_side'", t="'t_side'", w="'w_side'"))
+            assert side.types == base.types, sql
+            b, s = base.fetchall(), side.fetchall()
+            if "kanon_rewrite" in sql:
+                # the estimate reads the TEMP table by its full name, as DuckDB resolves it
+                assert '"temp"."main"."a_side"' in s[0][0]
+                s = [(s[0][0].replace('"temp"."main"."a_side"', '"a"'),)]
+            assert len(b) > 0 and _same([list(r) for r in s], [list(r) for r in b]), sql
+
+
+def test_classification_utility_on_temp_tables_equals_base_tables(con):
+    pytest.importorskip("sklearn")
+    with _caller(con, "temp_table", "a", "a_side") as cur:
+        cur.execute("CREATE TEMP TABLE t_side AS FROM t")
+        sql = "FROM classification_utility({t}, {a}, 'dis', models := ['nb', 'dt'])"
+        assert cur.sql(sql.format(t="'t_side'", a="'a_side'")).fetchall() == \
+            con.sql(sql.format(t="'t'", a="'a'")).fetchall()
+
+
+def test_query_error_on_a_temp_table_names_the_fixes(con):
+    """query_error's output columns follow the query and the run's layout, known at bind time
+    only through a cursor: a TEMP table is refused with the fixes (workload_query_errors)."""
+    with _caller(con, "temp_table", "a", "a_side") as cur:
+        with pytest.raises(duckdb.Error, match="query_error.*workload_query_errors"):
+            cur.sql("FROM query_error('SELECT count(*) FROM t', 't', 'a_side')").fetchall()
+
+
+def test_dispatchers_keep_each_macros_parameters():
+    """caller_macros.ROUTED repeats each routed macro's parameters (the dispatcher has them):
+    they equal the first overload's as written in sql/, defaults included, and every overload's
+    names as DuckDB registered them."""
+    import re
+
+    from kanon_duckdb import registration
+    from kanon_duckdb.caller_macros import INNER, ROUTED
+    text = " ".join(t for _, t in registration.sql_scripts())
+    con = kanon_duckdb.connect()
+    try:
+        for name, r in ROUTED.items():
+            m = re.search(rf"CREATE OR REPLACE MACRO {name}\((.*?)\) AS", text, re.S)
+            assert m, name
+            assert " ".join(m.group(1).split()) == ", ".join(r.overloads[0]), name
+            got = sorted(tuple(p) for (p,) in con.execute(
+                "SELECT parameters FROM duckdb_functions() WHERE function_name = ?",
+                [INNER + name]).fetchall())
+            assert got == sorted(tuple(p.split(":=")[0].strip() for p in o)
+                                 for o in r.overloads), name
+    finally:
+        con.close()
