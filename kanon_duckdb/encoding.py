@@ -359,9 +359,9 @@ _WIDE_INT = {"UBIGINT", "HUGEINT", "UHUGEINT"}
 
 
 def _check_int_range(con, plan):
-    """Integers are published as BIGINT c_min/c_max: a wider integer column must hold only values
-    in the BIGINT range, else the call is refused (naming the column and the fix). One aggregate
-    over the wide columns only."""
+    """Integers travel as BIGINT (their bounds are published exactly, in the column's type): a
+    wider integer column must hold only values in the BIGINT range, else the call is refused
+    (naming the column and the fix). One aggregate over the wide columns only."""
     wide = [c for c in plan.integer if plan.types[c].split("(")[0].upper() in _WIDE_INT]
     if not wide:
         return

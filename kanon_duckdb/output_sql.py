@@ -7,7 +7,7 @@ algorithm runs inside the statement) or ``__kanon_pass(<token>)`` (the Python AP
 done before, its assignment is pinned).
 
 Output columns, in the relation's column order: a non-QI column unchanged, a numeric QI ``c``
-replaced in place by ``c_min, c_max``, a categorical QI by its published label; then ``ec``,
+replaced in place by ``c_min, c_max`` (of ``published.bound_type``), a categorical QI by its published label; then ``ec``,
 ``ec_size``, ``suppressed``, ``kanon_run``. The per-class table is built first (one row per
 class), so the row-level join carries scalars; each row finds its class through
 ``__kanon_ec(token, row key)`` during a parallel scan (see ``assignment``), and a count of the
@@ -16,12 +16,17 @@ relation in its own scan guards against rows that vanished between the two reads
 from __future__ import annotations
 
 from .encoding import QIPlan, row_key_sql
-from .published import bound_columns
+from .published import bound_columns, bound_type
 from .sqlutil import quote_ident
 
 
 def sql_string(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
+
+
+def _as_type(bound: str, typ: str, integer: bool) -> str:
+    """A bound of the run's lists (BIGINT for integer QIs, else DOUBLE) as SQL type ``typ``."""
+    return bound if typ == ("BIGINT" if integer else "DOUBLE") else f"CAST({bound} AS {typ})"
 
 
 def published_layout(plan: QIPlan) -> tuple[list, list]:
@@ -32,9 +37,12 @@ def published_layout(plan: QIPlan) -> tuple[list, list]:
     cls_cols, layout = [], []
     for i, c in enumerate(plan.columns):
         if c in plan.numeric:
-            lo, hi = ("lo_i", "hi_i") if c in plan.integer else ("lo_f", "hi_f")
-            j = (plan.integer.index(c) if c in plan.integer else floats.index(c)) + 1
-            cls_cols += [f"c.{lo}[{j}] AS __kanon_q{i}_min", f"c.{hi}[{j}] AS __kanon_q{i}_max"]
+            integer = c in plan.integer
+            lo, hi = ("lo_i", "hi_i") if integer else ("lo_f", "hi_f")
+            j = (plan.integer.index(c) if integer else floats.index(c)) + 1
+            typ = bound_type(plan.types[c], integer)
+            cls_cols += [f"{_as_type(f'c.{lo}[{j}]', typ, integer)} AS __kanon_q{i}_min",
+                         f"{_as_type(f'c.{hi}[{j}]', typ, integer)} AS __kanon_q{i}_max"]
             lo_name, hi_name = bound_columns(c)
             layout += [(lo_name, f"__kanon_q{i}_min"), (hi_name, f"__kanon_q{i}_max")]
         elif c in plan.categorical:

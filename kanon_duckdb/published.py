@@ -2,7 +2,8 @@
 bounds, and reading back which columns publish which QI.
 
 Output of a run: every non-QI column unchanged; numeric QI ``c`` as ``bound_columns(c)`` =
-(``c_min``, ``c_max``); categorical QI ``c`` as ``c``; plus ``ADDED_COLUMNS``. Names starting
+(``c_min``, ``c_max``) of SQL type ``bound_type`` (the column's own type for integers and
+floating-point numbers); categorical QI ``c`` as ``c``; plus ``ADDED_COLUMNS``. Names starting
 with ``RESERVED_PREFIX`` are internal. ``check_output_names`` refuses a source table whose
 columns the output would shadow (compared case-insensitively, as DuckDB resolves names);
 ``qi_layout`` reads an output table back through its run record in ``kanon_runs``.
@@ -22,6 +23,44 @@ RESERVED_PREFIX = "__kanon_"
 def bound_columns(qi: str) -> tuple[str, str]:
     """The (lower, upper) bound columns publishing numeric QI ``qi``."""
     return f"{qi}_min", f"{qi}_max"
+
+
+# floating-point SQL types (as DuckDB names them) whose bounds keep the column's type
+_FLOAT_TYPES = ("FLOAT", "REAL", "FLOAT4", "DOUBLE", "FLOAT8")
+
+
+def bound_type(sql_type: str, integer: bool) -> str:
+    """SQL type of the bounds publishing a numeric QI whose column has SQL type ``sql_type``
+    (``integer``: an integer type, ``QIPlan.integer``): the column's own type for integers and
+    FLOAT/DOUBLE, whose class minimum and maximum are values of the column, exact in it; DOUBLE
+    otherwise (DECIMAL, computed in float64, and BOOLEAN or text made numeric with
+    ``numeric :=``). The TEMP-table path (sql/caller_read.sql, ``__kanon_bound``) applies the
+    same rule by overload. Arithmetic on the bounds follows their type: readers that subtract
+    or add them (the query rewriter) widen them first (``wide_bound_type``)."""
+    base = sql_type.split("(")[0].strip().upper()
+    return sql_type if integer or base in _FLOAT_TYPES else "DOUBLE"
+
+
+_SIGNED_BITS = {"TINYINT": 8, "INT1": 8, "SMALLINT": 16, "INT2": 16, "SHORT": 16, "INTEGER": 32,
+                "INT": 32, "INT4": 32}
+
+
+def wide_bound_type(sql_type: str, lo, hi) -> str | None:
+    """The type a reader casts a bound column of SQL type ``sql_type``, whose values lie in
+    ``lo..hi``, to before arithmetic on it (spans ``c_max - c_min + 1``, sums, midpoints; the
+    query rewriter), or None when none is needed: DOUBLE for FLOAT (float32 arithmetic would
+    round), BIGINT for unsigned integers (a span of disjoint ranges goes negative) and for a
+    narrower signed integer whose values reach a quarter of its range (a sum of two could
+    overflow); None for BIGINT, HUGEINT, DOUBLE, DECIMAL and narrow columns of small values."""
+    base = sql_type.split("(")[0].strip().upper()
+    if base in ("FLOAT", "REAL", "FLOAT4"):
+        return "DOUBLE"
+    if base in ("UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT"):
+        return "BIGINT"
+    bits = _SIGNED_BITS.get(base)
+    if bits is not None and 4 * max(abs(lo), abs(hi)) >= 2 ** (bits - 1):
+        return "BIGINT"
+    return None
 
 
 def check_output_names(columns, numeric) -> None:

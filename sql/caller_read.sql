@@ -4,12 +4,16 @@
 -- numbers (encoding._INT_TYPES, _FLOAT_TYPES, DECIMAL) publish bounds, anything else a label.
 -- tests/test_caller_read.py holds these type lists equal to kanon_duckdb/encoding.py's.
 
--- The bound of a QI: __kanon_bound(v, i, f) is i (the BIGINT bound) when v has an integer
--- type, else f (DOUBLE).
+-- The bound of a QI: __kanon_bound(v, i, f) is i (the run's BIGINT bound) as v's type when v has
+-- an integer type, f (DOUBLE) as FLOAT for a FLOAT v, else f (DOUBLE, also for DECIMAL, which
+-- would otherwise pick the FLOAT overload): published.bound_type's rule.
 CREATE OR REPLACE MACRO __kanon_bound(v, i, f) AS f,
-    (v TINYINT, i, f) AS i, (v SMALLINT, i, f) AS i, (v INTEGER, i, f) AS i, (v BIGINT, i, f) AS i,
-    (v HUGEINT, i, f) AS i, (v UTINYINT, i, f) AS i, (v USMALLINT, i, f) AS i,
-    (v UINTEGER, i, f) AS i, (v UBIGINT, i, f) AS i, (v UHUGEINT, i, f) AS i;
+    (v TINYINT, i, f) AS cast_to_type(i, v), (v SMALLINT, i, f) AS cast_to_type(i, v),
+    (v INTEGER, i, f) AS cast_to_type(i, v), (v BIGINT, i, f) AS i,
+    (v HUGEINT, i, f) AS cast_to_type(i, v), (v UTINYINT, i, f) AS cast_to_type(i, v),
+    (v USMALLINT, i, f) AS cast_to_type(i, v), (v UINTEGER, i, f) AS cast_to_type(i, v),
+    (v UBIGINT, i, f) AS cast_to_type(i, v), (v UHUGEINT, i, f) AS cast_to_type(i, v),
+    (v FLOAT, i, f) AS cast_to_type(f, v), (v DOUBLE, i, f) AS f, (v DECIMAL, i, f) AS f;
 
 -- The label of a QI: __kanon_label(v, label) is the label (v only names the output column,
 -- COLUMNS(...) AS '\0').

@@ -119,6 +119,10 @@ def test_single_partition_equals_the_duckdb_path(df, con, taxonomy):
     assert info["partitions"] == 1
     duck = con.sql("FROM k_anonymize('people', k := 5, qi := ['age', 'zip', 'sex', 'job'])")
     assert out.columns == [d[0] for d in duck.description]  # the same output shape
+    spark_type = {"INTEGER": "int", "BIGINT": "bigint", "DOUBLE": "double", "VARCHAR": "string",
+                  "BOOLEAN": "boolean"}  # and types: age_min/age_max keep age's INTEGER
+    assert [t for _, t in out.dtypes] == [spark_type[str(t)] for t in duck.types]
+    assert dict(out.dtypes)["age_min"] == "int" and dict(out.dtypes)["zip_min"] == "bigint"
     spark_rows = sorted(tuple(v for c, v in r.items() if c != "kanon_run") for r in rows_of(out))
     duck_rows = sorted(tuple(v for c, v in zip(out.columns, r) if c != "kanon_run")
                        for r in duck.fetchall())

@@ -27,12 +27,12 @@ from fractions import Fraction
 from functools import cached_property
 
 from ..errors import DataError, UnknownObjectError, UnsupportedQueryError
-from ..published import ADDED_COLUMNS, recorded_layout
+from ..published import ADDED_COLUMNS, recorded_layout, wide_bound_type
 from ..relation import Source, resolve_source
 from ..taxonomy import TaxonomyIndex, build_index, flat_index, read_edges
 from ..taxonomy.builders import ROOT as FLAT_ROOT
 from ..taxonomy.store import resolve_tree_attr, taxonomy_attrs
-from .sqlgen import quote
+from .sqlgen import column, quote, widened
 
 #: Columns the core adds to an anonymized table; never quasi-identifiers.
 INTERNAL_COLUMNS = frozenset(ADDED_COLUMNS)
@@ -65,6 +65,13 @@ class NumericQI:
     gmax: Fraction
     integer: bool
     has_null: bool = False  # some rows have NULL bounds, read as [gmin, gmax]
+    widen: str | None = None  # published.wide_bound_type of the bounds: cast before arithmetic
+
+    def bounds(self, table: str | None = None) -> tuple:
+        """(lo_col, hi_col) as sqlglot expressions (of relation alias ``table`` when given),
+        widened for arithmetic: the bounds keep the raw column's type, so a TINYINT span
+        ``c_max - c_min + 1`` would overflow in TINYINT."""
+        return tuple(widened(column(c, table), self.widen) for c in (self.lo_col, self.hi_col))
 
 
 @dataclass(frozen=True)
@@ -276,7 +283,8 @@ def _load_numeric(cur, anon, anon_cols, raw, raw_cols, names) -> dict:
         except (TypeError, ValueError):
             raise UnsupportedQueryError(
                 f"numeric QI '{q}' has type {lo_type}; only numeric ranges can be estimated") from None
-        out[q] = NumericQI(name, lo_name, hi_name, gmin, gmax, is_integer_type(src_type), bool(has_null))
+        out[q] = NumericQI(name, lo_name, hi_name, gmin, gmax, is_integer_type(src_type), bool(has_null),
+                           wide_bound_type(lo_type, gmin, gmax))
     return out
 
 

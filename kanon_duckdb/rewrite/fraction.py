@@ -435,7 +435,7 @@ def _numeric_fraction(q, s: IntervalSet) -> exp.Expression:
     s = clip(q, s)
     if s in (0, 1):
         return (ONE if s else ZERO).copy()
-    lo, hi = column(q.lo_col), column(q.hi_col)
+    lo, hi = q.bounds()
     if q.has_null:
         lo = exp.Coalesce(this=lo, expressions=[number(q.gmin)])
         hi = exp.Coalesce(this=hi, expressions=[number(q.gmax)])

@@ -26,14 +26,14 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ..errors import UnsupportedQueryError
-from .sqlgen import DIALECT, column, number, quote
+from .sqlgen import DIALECT, number, quote, to_sql
 from .weight_aggregates import transform_outputs
 
 GROUP_PREFIX = "__kanon_g"
 
 
 def _midpoint(q) -> exp.Expression:
-    lo, hi = column(q.lo_col), column(q.hi_col)
+    lo, hi = q.bounds()
     if q.has_null:
         lo = exp.Coalesce(this=lo, expressions=[number(q.gmin)])
         hi = exp.Coalesce(this=hi, expressions=[number(q.gmax)])
@@ -119,7 +119,7 @@ def spread_qi_groups(expression: exp.Expression, ctx) -> exp.Expression:
             weights.append(f"{alias}.p")
         else:
             q = ctx.numeric[name]
-            lo, hi = f"__kanon_src.{quote(q.lo_col)}", f"__kanon_src.{quote(q.hi_col)}"
+            lo, hi = (to_sql(b) for b in q.bounds("__kanon_src"))
             if q.has_null:
                 lo, hi = f"coalesce({lo}, {int(q.gmin)})", f"coalesce({hi}, {int(q.gmax)})"
             joins.append(f"JOIN {rel} ON {alias}.v BETWEEN {lo} AND {hi}")

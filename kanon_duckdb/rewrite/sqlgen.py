@@ -26,8 +26,16 @@ def table_node(rel, alias=None) -> exp.Table:
     return out
 
 
-def column(name: str) -> exp.Column:
-    return exp.Column(this=ident(name))
+def column(name: str, table: str | None = None) -> exp.Column:
+    """A quoted column reference, of relation alias ``table`` (unquoted) when given."""
+    if table is None:
+        return exp.Column(this=ident(name))
+    return exp.Column(this=ident(name), table=exp.Identifier(this=table, quoted=False))
+
+
+def widened(node: exp.Expression, sql_type: str | None) -> exp.Expression:
+    """``node`` cast to ``sql_type`` (None: as is)."""
+    return node if sql_type is None else exp.Cast(this=node, to=exp.DataType.build(sql_type))
 
 
 def string(value: str) -> exp.Literal:
