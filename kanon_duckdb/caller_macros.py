@@ -54,13 +54,17 @@ class Routed:
     """A macro whose relation arguments may be caller-side. ``overloads``: each overload's
     parameters as written in its ``CREATE MACRO`` (``'c := NULL'`` for a named one);
     ``tables``: parameters holding one relation name, ``lists``: a list of names; ``returns``:
-    the scalar type, or for a table macro (``table``) the STRUCT of one output row."""
+    the scalar type, or for a table macro (``table``) the STRUCT of one output row;
+    ``defaults``: what the public macro passes on for a parameter instead of its value
+    (kanon_mapping's ``source`` defaults to its run's recorded source, found at bind time, so a
+    TEMP source is handed over too)."""
     name: str
     overloads: tuple
     returns: str
     tables: tuple = ("tbl",)
     lists: tuple = ()
     table: bool = False
+    defaults: dict | None = None  # parameter -> what the dispatcher passes for it (SQL)
 
 
 _RISK = ("STRUCT(max_risk DOUBLE, avg_risk DOUBLE, records_at_risk DOUBLE, unique_share DOUBLE, "
@@ -95,8 +99,9 @@ ROUTED = {r.name: r for r in (
            "hi DOUBLE[], labels VARCHAR[])", table=True),
     Routed("kanon_compare", (("tables",),), "STRUCT(\"table\" VARCHAR, " + _METRICS[7:],
            tables=(), lists=("tables",), table=True),
-    Routed("kanon_mapping", (("anon_tbl",),), "STRUCT(qi VARCHAR, raw VARCHAR, ec BIGINT, "
-           "label VARCHAR, lo DOUBLE, hi DOUBLE)", tables=("anon_tbl",), table=True),
+    Routed("kanon_mapping", (("anon_tbl", "source := NULL"),), "STRUCT(qi VARCHAR, raw VARCHAR, "
+           "ec BIGINT, label VARCHAR, lo DOUBLE, hi DOUBLE)", tables=("anon_tbl", "source"),
+           table=True, defaults={"source": f"coalesce(source, __kanon_run_source(anon_tbl, {CONN}))"}),
     Routed("kanon_rewrite", (("sql", "anon_tbl"),), "VARCHAR", tables=("anon_tbl",)),
     Routed("query_workload", (("raw_tbl", "n := 1000", "seed := 0", "dims := 2", "qi := NULL"),),
            "STRUCT(qid BIGINT, sql VARCHAR)", tables=("raw_tbl",), table=True),
@@ -123,14 +128,17 @@ def _named(param: str) -> bool:
     return ":=" in param
 
 
-def _pass(params) -> str:
-    """The arguments forwarding ``params`` (named ones by name)."""
-    return ", ".join(f"{_pname(p)} := {_pname(p)}" if _named(p) else p for p in params)
+def _pass(params, given=None) -> str:
+    """The arguments forwarding ``params`` (named ones by name; ``given``: parameter -> SQL)."""
+    given = given or {}
+    return ", ".join((f"{_pname(p)} := " if _named(p) else "") + given.get(_pname(p), _pname(p))
+                     for p in params)
 
 
 def dispatch_sql(r: Routed) -> str:
     """The public dispatcher of ``r`` and its two-sided overloads (see the module doc)."""
-    rel = [f"[{_pname(t)}]::VARCHAR[]" for t in r.tables] + \
+    given = r.defaults or {}
+    rel = [f"[{given.get(t, t)}]::VARCHAR[]" for t in r.tables] + \
           [f"{_pname(t)}::VARCHAR[]" for t in r.lists]
     side = f"(FROM query(__kanon_side({' || '.join(rel)}, {CONN})))"
     kw = "TABLE " if r.table else ""
@@ -138,7 +146,7 @@ def dispatch_sql(r: Routed) -> str:
     for i, params in enumerate(r.overloads):
         plist = ", ".join(params)
         fwd = _pass(params)
-        call = f"{_AT}{r.name}({side}, {fwd})"
+        call = f"{_AT}{r.name}({side}, {_pass(params, r.defaults)})"
         pub.append(f"({plist}) AS {kw}" + (f"(FROM {call})" if r.table else call))
         args = "to_json({" + ", ".join(f"'{_pname(p)}': {_pname(p)}" for p in params) + "})"
         caller = f"(FROM query(__kanon_caller_sql('{r.name}', {i}, {args}, {CONN})))"

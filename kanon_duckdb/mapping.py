@@ -12,7 +12,7 @@ local-recoding run (the class's box). Columns (MAPPING_FIELDS):
              listed, also leaves absent from the data); numeric QI: NULL
 - ``lo``/``hi`` numeric QI: the published range (full-domain: the range of the output holding the
              raw value; the raw values are the distinct values of the run's source, which must
-             still be readable); categorical: NULL
+             still be readable, or of ``source :=``); categorical: NULL
 
 NULL raw values are left out (the NULL policy publishes NULL or the root for them). Suppressed
 classes are listed with their published (root / NULL) values. Reads through the given cursor:
@@ -29,6 +29,15 @@ from .taxonomy.store import read_index, run_tree_attrs
 
 MAPPING_FIELDS = (("qi", "VARCHAR"), ("raw", "VARCHAR"), ("ec", "BIGINT"), ("label", "VARCHAR"),
                   ("lo", "DOUBLE"), ("hi", "DOUBLE"))
+
+
+def run_source(cur, tbl: str) -> str | None:
+    """The recorded source of the one run of the anonymized table ``tbl``, None when ``tbl`` is
+    not such a table (kanon_mapping's default ``source``)."""
+    try:
+        return _run_of(cur, tbl)[-1]
+    except (InvalidParameterError, UnknownObjectError):
+        return None
 
 
 def _run_of(cur, tbl):
@@ -53,9 +62,11 @@ def _run_of(cur, tbl):
     return qualified, int(runs[0]), list(num or []), list(cat or []), json.loads(details or "{}"), source
 
 
-def mapping_rows(cur, tbl: str) -> list:
-    """The rows of kanon_mapping(tbl) as dicts keyed by MAPPING_FIELDS (see the module docstring)."""
-    qualified, run_id, num, cat, details, source = _run_of(cur, tbl)
+def mapping_rows(cur, tbl: str, source: str | None = None) -> list:
+    """The rows of kanon_mapping(tbl) as dicts keyed by MAPPING_FIELDS (see the module docstring);
+    ``source``: the relation holding the run's raw rows, else the run's recorded source."""
+    qualified, run_id, num, cat, details, recorded = _run_of(cur, tbl)
+    source = recorded if source is None else source
     if "node" in details:
         return _full_domain(cur, qualified, run_id, num, cat, details["node"], source)
     return _classes(cur, qualified, num, cat)
@@ -85,11 +96,15 @@ def _classes(cur, qualified, num, cat) -> list:
 def _source_values(cur, source, column, run_id):
     from .relation import resolve_source  # tables, views, files and reader calls alike
     try:
-        src = resolve_source(cur, source).sql
+        # allow_temp: a reader cursor's only TEMP objects are the caller's registered ones
+        src = resolve_source(cur, source, allow_temp=True).sql
     except (UnknownObjectError, TypeError) as exc:
         raise UnknownObjectError(
-            f"kanon_mapping lists the raw values of run {run_id}'s source '{source}', which is not "
-            f"readable ({exc}); numeric QIs need it") from None
+            f"kanon_mapping: run {run_id}'s source '{source}' is not readable here "
+            f"({str(exc).split('. ')[0]}), and numeric QIs need its raw values: pass the relation "
+            f"holding them, kanon_mapping(anon, source := '{source}') (needed when the anonymized "
+            f"table is itself a TEMP table: its run, hence its source, is known only after "
+            f"the statement is bound)") from None
     q = quote_ident(column)
     return cur.execute(f"SELECT DISTINCT {q} FROM {src} WHERE {q} IS NOT NULL ORDER BY 1").fetchall()
 

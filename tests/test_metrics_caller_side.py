@@ -227,3 +227,27 @@ def test_dispatchers_keep_each_macros_parameters():
                                  for o in r.overloads), name
     finally:
         con.close()
+
+
+def test_mapping_of_a_full_domain_run_on_a_temp_source(con):
+    """kanon_mapping lists a full-domain run's raw values from its source: a TEMP source is
+    found from the run record at bind time and handed over; when the output is a TEMP table too,
+    source := names it (without it: the clear error naming source :=)."""
+    con.execute("CREATE OR REPLACE TABLE a_opt AS FROM k_anonymize('t', k := 5, qi := ['age', 'sex'], "
+                "algo := 'optimal')")
+    want = con.sql("FROM kanon_mapping('a_opt') ORDER BY ALL").fetchall()
+    assert any(r[1] is not None and r[4] is not None for r in want)  # raw values with ranges
+    cur = con.cursor()
+    try:
+        cur.execute("CREATE TEMP TABLE t_src AS FROM t")
+        cur.execute("CREATE TEMP TABLE ta_opt AS FROM k_anonymize('t_src', k := 5, "
+                    "qi := ['age', 'sex'], algo := 'optimal')")
+        cur.execute("CREATE OR REPLACE TABLE a_opt_copy AS FROM ta_opt")
+        assert cur.sql("FROM kanon_mapping('a_opt_copy') ORDER BY ALL").fetchall() == want
+        assert cur.sql("FROM kanon_mapping('ta_opt', source := 't_src') ORDER BY ALL").fetchall() == want
+        assert cur.sql("FROM kanon_mapping('a_opt', source := 't_src') ORDER BY ALL").fetchall() == want
+        with pytest.raises(duckdb.Error, match=r"source 't_src' is not readable.*source := 't_src'"):
+            cur.sql("FROM kanon_mapping('ta_opt')").fetchall()
+    finally:
+        cur.execute("DROP TABLE IF EXISTS a_opt_copy")
+        cur.close()

@@ -64,6 +64,8 @@ def declare(ctx: UdfContext) -> list[UDF]:
         return pa.concat_arrays([out] * len(args_json)) if len(args_json) != 1 else out
 
     memo = _Memo(con)
+    evaluating = set()  # registry keys of the cursors __kanon_caller_eval runs on: no caller behind
+
 
     def seen_by_caller_only(conn_id, name) -> bool:
         def compute():
@@ -79,6 +81,8 @@ def declare(ctx: UdfContext) -> list[UDF]:
         return memo.get(("caller", conn_id, name, _registered(conn_id, name)), compute)
 
     def caller_side(conn_id, names) -> list:
+        if conn_id in evaluating:  # what that cursor cannot see, nothing can hand it over
+            return []
         seen = []
         for n in names or []:
             if isinstance(n, str) and n not in seen and seen_by_caller_only(conn_id, n):
@@ -97,7 +101,7 @@ def declare(ctx: UdfContext) -> list[UDF]:
 
     def caller_eval(sql, caller, relations):
         from kanon_duckdb.caller_read import typed
-        from kanon_duckdb.registered import lookup_all
+        from kanon_duckdb.registered import connection_id, lookup_all
         rels = relations.combine_chunks() if hasattr(relations, "combine_chunks") else relations
         rels = rels[0]
         cur = con.cursor()
@@ -108,7 +112,12 @@ def declare(ctx: UdfContext) -> list[UDF]:
                 rows = rel["rows"].values if rel["rows"].is_valid else None
                 table = typed(cur, rel["names"].as_py(), rel["types"].as_py(), rows).to_arrow_table()
                 cur.register(rel["name"].as_py(), table)
-            value = cur.sql(first_value(sql)).fetchall()[0][0]
+            key = connection_id(cur)
+            evaluating.add(key)
+            try:
+                value = cur.sql(first_value(sql)).fetchall()[0][0]
+            finally:
+                evaluating.discard(key)
         except duckdb.Error as exc:  # the cursor's error, without DuckDB's UDF wrapping
             raise InvalidParameterError(_unwrapped(str(exc))) from None
         finally:
