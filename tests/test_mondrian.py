@@ -96,29 +96,36 @@ def _naive_median_stats(x):
             lower.size, upper.size)
 
 
-@pytest.mark.parametrize("n", [5, 1000, _order_stats.WINDOW_MIN_ROWS, 3 * _order_stats.WINDOW_MIN_ROWS + 7])
+@pytest.mark.parametrize("n", [1, 5, 1000, 16384, 3 * 16384 + 7])
 @pytest.mark.parametrize("shape", ["uniform", "few_values", "sorted", "reversed", "periodic",
-                                   "one_value", "two_values_skewed", "strided_trap"])
+                                   "one_value", "two_values_skewed", "wide", "wide_clustered",
+                                   "outliers", "negative"])
 def test_median_statistics_equal_a_full_sort(n, shape):
-    """The sampled rank window (large segments) and the quickselect path agree with sorting,
-    also on inputs that defeat a strided sample (sorted, periodic, heavy duplicates)."""
+    """The bucket count (one code per bucket, or wide buckets bracketing the median) agrees
+    with sorting, on spans far wider than the rows, heavy duplicates, clusters and outliers."""
     rng = np.random.default_rng(n)
-    x = {"uniform": rng.random(n),
-         "few_values": rng.integers(0, 5, n).astype(float),
-         "sorted": np.sort(rng.random(n)),
-         "reversed": np.sort(rng.random(n))[::-1].copy(),
-         "periodic": (np.arange(n) % _order_stats.WINDOW_SAMPLE).astype(float),
-         "one_value": np.full(n, 3.0),
-         "two_values_skewed": (rng.random(n) < 0.52).astype(float),
-         # every sampled row holds the same value: the window misses and the full path runs
-         "strided_trap": (np.arange(n) % max(2, n // _order_stats.WINDOW_SAMPLE)).astype(float)}[shape]
-    W = np.ascontiguousarray(np.column_stack([rng.random(n), x]))
-    got = _order_stats.median_stats(W, 0, n, 1, np.empty(n))
+    x = {"uniform": rng.integers(0, 4 * n + 1, n),
+         "few_values": rng.integers(0, 5, n),
+         "sorted": np.sort(rng.integers(0, 10 * n + 1, n)),
+         "reversed": np.sort(rng.integers(0, 10 * n + 1, n))[::-1],
+         "periodic": np.arange(n) % 4096,
+         "one_value": np.full(n, 3),
+         "two_values_skewed": (rng.random(n) < 0.52).astype(np.int64),
+         "wide": rng.integers(0, 2**31 - 1, n),
+         # most rows in one wide bucket, a few far away on each side
+         "wide_clustered": np.where(rng.random(n) < 0.9, rng.integers(10**6, 10**6 + 50, n),
+                                    rng.integers(0, 2**31 - 1, n)),
+         "outliers": np.where(np.arange(n) % 97 == 0, 2**31 - 1, rng.integers(0, 3, n)),
+         "negative": rng.integers(-2**31, 2**31 - 1, n)}[shape].astype(np.int32)
+    W = np.ascontiguousarray(np.column_stack([rng.integers(0, 9, n).astype(np.int32), x]))
+    cnt = np.empty(_order_stats.count_scratch_size(n), np.int32)
+    for s, e in ((0, n), (n // 4, n // 4 + max(1, n // 2))):
+        seg = x[s:e]
+        got = _order_stats.median_stats(W, s, e, 1, np.empty(n), seg.min(), seg.max(), cnt)
+        assert tuple(float(v) for v in got) == tuple(float(v) for v in _naive_median_stats(seg))
+    # wider bounds than the segment's extremes (a sample ranked with its segment's bounds)
+    got = _order_stats.median_stats(W, 0, n, 1, np.empty(n), -2**31, 2**31 - 1, cnt)
     assert tuple(float(v) for v in got) == tuple(float(v) for v in _naive_median_stats(x))
-    # a segment in the middle of the array
-    s, e = n // 4, n // 4 + max(1, n // 2)
-    got = _order_stats.median_stats(W, s, e, 1, np.empty(n))
-    assert tuple(float(v) for v in got) == tuple(float(v) for v in _naive_median_stats(x[s:e]))
 
 
 @st.composite
@@ -141,12 +148,14 @@ def test_leaf_children_cut_equals_the_general_tree_cut(case):
     from kanon_duckdb.qidata import pack_trees
     tree, values, k = case
     trees = pack_trees([tree])
-    W = values.reshape(-1, 1).copy()
+    W = values.astype(np.int32).reshape(-1, 1)  # the kernel's codes: leaf ordinals
     n = W.shape[0]
     lo, hi = np.array([values.min()]), np.array([values.max()])
     L = tree.leaf_count + 1
-    scratch = lambda: _kernels.Scratch(np.empty((4, 1)), np.empty(1, np.bool_), np.empty((1, 1)),
-                                       np.empty(n), np.empty(L), np.empty((5, L), np.int64),
+    scratch = lambda: _kernels.Scratch(np.empty((4, 1)), np.empty(1, np.bool_),
+                                       np.empty((1, 1), np.int32), np.empty(n),
+                                       np.empty(_order_stats.count_scratch_size(n), np.int32),
+                                       np.empty(L), np.empty((5, L), np.int64),
                                        np.empty((2, 1)), np.empty((4, 1)))
     deep = np.full_like(trees.sub_height, 2)
     results = []

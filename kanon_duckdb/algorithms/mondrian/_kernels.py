@@ -14,8 +14,8 @@ taxonomies) and :class:`Scratch` (per-thread buffers).
 Work is breadth-first: every round processes all open segments in parallel (``prange``); each
 segment either splits into two contiguous halves of ``W``/``perm`` (in place, disjoint slices, so
 no races) or becomes final; the split pass also gathers each side's smallest and largest codes,
-which give the next round's widths and the final classes' published ranges. Medians: large segments select within a rank window bracketed by
-two pivots from a sample (Floyd-Rivest), small ones by quickselect on a copy (``_order_stats``):
+which give the next round's widths and the final classes' published ranges. Medians: a count
+of the codes in buckets brackets the median, quickselect finishes within (``_order_stats``):
 linear time per node, O(n·d·log n) overall. Each block of segments of a round reuses one set
 of scratch arrays. Library calls with heavy numba implementations (np.partition, np.argsort,
 np.searchsorted) are replaced by small loops, which keeps the first-call compile short.
@@ -29,7 +29,7 @@ from ..._numba_config import njit, njit_parallel
 from ...ncp import cat_ncp
 from ...taxonomy._lca import lca_of_range as _lca
 from ...privacy._kernels import split_ok
-from ._order_stats import median_stats
+from ._order_stats import count_scratch_size, median_stats
 
 class Dims(NamedTuple):
     """What the kernels know about the dimensions of ``W`` besides their values."""
@@ -54,6 +54,7 @@ class Scratch(NamedTuple):
     tried: np.ndarray   # bool (d,)
     Ws: np.ndarray      # int32 (2*SAMPLE_ROWS+1, d): the strided sample of a large segment
     buf: np.ndarray     # float64 (>= rows of the longest segment): median selection
+    cnt: np.ndarray     # int32 (count_scratch_size(rows of the longest segment)): median counts
     bounds: np.ndarray  # float64 (max leaves + 1,): tree-cut boundaries
     tscr: np.ndarray    # int64 (5, max leaves + 1): tree-cut counters
     phist: np.ndarray   # float64 (2, M + 1): privacy-model histograms of the two sides
@@ -150,7 +151,7 @@ def _tree_cut(W, s, e, j, k, t, trees, seg_lo, seg_hi, sc):
     if trees.sub_height[no + u] == 1 and int(seg_hi[j]) - int(seg_lo[j]) >= e - s:
         # many leaves, few rows: O(rows) beats the O(rows + leaves) walk below
         return _leaf_children_cut(W, s, e, j, k, n_leaves[no + u] / n_leaves[no], seg_lo, seg_hi,
-                                  sc.buf)
+                                  sc)
     # boundaries = last leaf of each child of u that intersects the segment's leaf range
     kids = tscr[0]
     hist = tscr[1]
@@ -234,7 +235,7 @@ def _tree_cut(W, s, e, j, k, t, trees, seg_lo, seg_hi, sc):
 
 
 @njit
-def _leaf_children_cut(W, s, e, j, k, ncp_u, seg_lo, seg_hi, buf):
+def _leaf_children_cut(W, s, e, j, k, ncp_u, seg_lo, seg_hi, sc):
     """``_tree_cut`` when every child of the segment's LCA u is a leaf: a boundary between two
     children is a cut between two leaf ordinals, and the two boundaries next to the child
     holding the median row are '< m' and '<= m' for the median leaf m. Same choice as the
@@ -242,7 +243,8 @@ def _leaf_children_cut(W, s, e, j, k, ncp_u, seg_lo, seg_hi, buf):
     one leaf costs 0, else NCP(u)); when neither is allowable no other boundary is either (one
     side of each already holds fewer than k rows). Expected O(e-s)."""
     n = e - s
-    m, below, above, n_below, n_above = median_stats(W, s, e, j, buf)
+    m, below, above, n_below, n_above = median_stats(W, s, e, j, sc.buf, seg_lo[j], seg_hi[j],
+                                                     sc.cnt)
     best_cut = np.nan
     best_cost = np.inf
     best_bal = -1
@@ -270,13 +272,14 @@ def _leaf_children_cut(W, s, e, j, k, ncp_u, seg_lo, seg_hi, buf):
 
 
 @njit
-def _median_cut(W, s, e, j, k, seg_lo, seg_hi, scale_j, buf, dims):
+def _median_cut(W, s, e, j, k, seg_lo, seg_hi, scale_j, sc, dims):
     """Median cut on dimension j: '<= m' or '< m' (m the median), the most balanced allowable
     one, with its cost (row-weighted normalized span of the two sides, in coordinates), or
     (NaN, inf).
     Expected linear time (see median_stats)."""
     n = e - s
-    m, below, above, n_below, n_above = median_stats(W, s, e, j, buf)
+    m, below, above, n_below, n_above = median_stats(W, s, e, j, sc.buf, seg_lo[j], seg_hi[j],
+                                                     sc.cnt)
     best_cut = np.nan
     best_cost = np.inf
     best_bal = -1
@@ -307,11 +310,11 @@ def _choose_cut(W, s, e, j, k, dims, trees, seg_lo, seg_hi, sc):
     """
     t = dims.tree_of[j]
     if t < 0:
-        return _median_cut(W, s, e, j, k, seg_lo, seg_hi, dims.scale[j], sc.buf, dims)
+        return _median_cut(W, s, e, j, k, seg_lo, seg_hi, dims.scale[j], sc, dims)
     cut, cost = _tree_cut(W, s, e, j, k, t, trees, seg_lo, seg_hi, sc)
     if cut == cut or not dims.leaf_order_fallback:
         return cut, cost / dims.scale[j]  # scale[j] = 1 / the QI's weight
-    cut, _ = _median_cut(W, s, e, j, k, seg_lo, seg_hi, 1.0, sc.buf, dims)
+    cut, _ = _median_cut(W, s, e, j, k, seg_lo, seg_hi, 1.0, sc, dims)
     return cut, (e - s) * 1.0 / dims.scale[j]  # a leaf-order cut does not shrink the LCA: no gain
 
 
@@ -485,6 +488,7 @@ def mondrian_partition(W, k, dims, trees, stop, P):
                 longest = max(longest, seg_e[i] - seg_s[i])
             sc = Scratch(np.empty((4, d)), np.empty(d, dtype=np.bool_),
                          np.empty((2 * SAMPLE_ROWS + 1, d), dtype=np.int32), np.empty(longest),
+                         np.empty(count_scratch_size(longest), dtype=np.int32),
                          np.empty(max_leaves + 1), np.empty((5, max_leaves + 1), dtype=np.int64),
                          np.empty((2, m_hist)), np.empty((4, m_scr)))
             for i in range(a, b):

@@ -1,16 +1,25 @@
 """Order statistics for the Mondrian kernels: exact median with its neighbours and side counts.
 
-``median_stats`` is the one entry point: a Floyd-Rivest style rank window for large segments
-(two pivots from a strided sample bracket the median; one branch-free pass keeps the rows
-inside), quickselect on a copy otherwise. All exact; tested against a full sort.
+``median_stats`` is the one entry point. It counts the segment's integer codes in at most
+``cnt.size`` buckets (one code per bucket when the codes span few values, else a power-of-two
+range of codes per bucket): the bucket holding the median and its nearest non-empty neighbours
+bracket the median exactly, so one branch-free pass copies the rows inside the bracket (a few
+per bucket) and quickselect finishes among them. Two passes at most, no sampling, no
+data-dependent branch per row. Exact; tested against a full sort.
 """
 import numpy as np
 
 from ..._numba_config import njit
 
-WINDOW_MIN_ROWS = 16384  # segments at least this large find medians in a sampled rank window
-WINDOW_SAMPLE = 4096  # sample size for the window's pivots
-WINDOW_SIGMAS = 4.0  # half-width of the window in standard deviations of the sample median's rank
+COUNT_SPAN_PER_ROW = 2  # at most this many buckets per row (+ COUNT_SLACK)...
+COUNT_SLACK = 64
+MAX_BUCKETS = 1 << 16  # ...and at most this many (the counts stay in cache)
+
+
+@njit
+def count_scratch_size(rows):
+    """Length of the ``cnt`` scratch (int32) of ``median_stats`` for segments of ``rows``."""
+    return min(COUNT_SPAN_PER_ROW * rows + COUNT_SLACK, MAX_BUCKETS) + 1
 
 
 @njit
@@ -50,51 +59,64 @@ def _select(buf, n, kth):
 
 
 @njit
-def median_stats(W, s, e, j, buf):
+def median_stats(W, s, e, j, buf, lo, hi, cnt):
     """Median m (rank (n-1)//2) of W[s:e, j], the largest value < m and the smallest > m (-inf /
-    inf when none), and the number of rows < m and > m. Expected O(n).
+    inf when none), and the number of rows < m and > m (n = e - s < 2^31). W holds integer
+    codes; ``lo``/``hi`` bound W[s:e, j] (the segment's extremes, or wider). Scratch: ``buf``
+    float64 (>= n), ``cnt`` int32 (``count_scratch_size``). O(n + buckets) expected.
 
-    Segments of at least WINDOW_MIN_ROWS rows (Floyd & Rivest 1975): two pivots picked from a
-    strided sample bracket the median's rank with high probability; one branch-free pass counts
-    the rows below the bracket and copies the rows inside it to ``buf``, and the median is
-    selected among those (a few % of the rows). When the bracket misses, or the segment is
-    small, quickselect on a full copy.
+    Pass 1 counts codes in buckets of 2^shift codes, as few shifts as make them fit (at most
+    COUNT_SPAN_PER_ROW per row plus COUNT_SLACK, and ``cnt``); with one code per bucket the
+    counts answer directly. Otherwise the median's bucket and the nearest non-empty bucket on
+    each side bracket m, its neighbours below and above, and every row between them; pass 2
+    copies those rows (branch-free) and quickselect finds m among them.
     """
     n = e - s
+    lo = np.int64(lo)
+    top = np.int64(hi) - lo
+    cap = min(COUNT_SPAN_PER_ROW * n + COUNT_SLACK, cnt.shape[0])
+    shift = 0
+    while (top >> shift) >= cap:
+        shift += 1
+    nb = (top >> shift) + 1
+    for r in range(nb):
+        cnt[r] = 0
+    for i in range(s, e):
+        cnt[(np.int64(W[i, j]) - lo) >> shift] += 1
     mid = (n - 1) // 2
-    if n >= WINDOW_MIN_ROWS:
-        stride = n // WINDOW_SAMPLE
-        for i in range(WINDOW_SAMPLE):
-            buf[i] = W[s + i * stride, j]
-        half = WINDOW_SAMPLE // 2
-        spread = int(WINDOW_SIGMAS * 0.5 * np.sqrt(WINDOW_SAMPLE)) + 1
-        p1 = _select(buf, np.int64(WINDOW_SAMPLE), half - spread)
-        p2 = _select(buf, np.int64(WINDOW_SAMPLE), half + spread)
-        n_lt = np.int64(0)
-        nm = np.int64(0)
-        for i in range(s, e):
-            v = W[i, j]
-            buf[nm] = v
-            nm += (v >= p1) & (v <= p2)
-            n_lt += v < p1
-        if n_lt <= mid < n_lt + nm:
-            kth = mid - n_lt
-            m = _select(buf, nm, kth)
-            below, n_below = _max_below(buf, np.int64(0), kth, m)
-            above, n_above = _min_above(buf, kth + 1, nm, m)
-            n_below += n_lt
-            n_above += n - n_lt - nm
-            if below == -np.inf and n_lt > 0:  # every row below m lies under the bracket
-                below = _max_below(W[:, j], s, e, p1)[0]
-            if above == np.inf and n_lt + nm < n:
-                above = _min_above(W[:, j], s, e, p2)[0]
-            return m, below, above, n_below, n_above
-    for i in range(n):
-        buf[i] = W[s + i, j]
-    m = _select(buf, n, mid)
-    below, n_below = _max_below(buf, np.int64(0), mid, m)  # after _select, buf[:mid] <= m <= buf[mid+1:]
-    above, n_above = _min_above(buf, mid + 1, n, m)
-    return m, below, above, n_below, n_above
+    n_lt = np.int64(0)  # rows in buckets before the median's
+    r = 0
+    while n_lt + cnt[r] <= mid:
+        n_lt += cnt[r]
+        r += 1
+    n_gt = n - n_lt - cnt[r]  # rows in buckets after it
+    rb = r  # nearest non-empty buckets around r (r itself when none)
+    if n_lt > 0:
+        rb = r - 1
+        while cnt[rb] == 0:
+            rb -= 1
+    ra = r
+    if n_gt > 0:
+        ra = r + 1
+        while cnt[ra] == 0:
+            ra += 1
+    if shift == 0:  # one code per bucket
+        below = np.float64(lo + rb) if n_lt > 0 else -np.inf
+        above = np.float64(lo + ra) if n_gt > 0 else np.inf
+        return np.float64(lo + r), below, above, n_lt, n_gt
+    p1 = lo + (np.int64(rb) << shift)
+    p2 = lo + ((np.int64(ra) + 1) << shift) - 1
+    n_under = n_lt - (cnt[rb] if rb < r else 0)  # rows below the bracket
+    nm = np.int64(0)
+    for i in range(s, e):
+        v = W[i, j]
+        buf[nm] = v
+        nm += (v >= p1) & (v <= p2)
+    kth = mid - n_under
+    m = _select(buf, nm, kth)
+    below, n_below = _max_below(buf, np.int64(0), kth, m)  # after _select, buf[:kth] <= m
+    above, n_above = _min_above(buf, kth + 1, nm, m)
+    return m, below, above, n_below + n_under, n_above + (n - n_under - nm)
 
 
 @njit
