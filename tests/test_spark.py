@@ -413,3 +413,93 @@ def test_the_guard_checks_every_expected_group_and_only_those():
         check_group(rows, expected.slice(0, 0), "g", "group")
     with pytest.raises(ConcurrentChangeError, match="same 2 rows count but different"):
         check_group(rows.set_column(2, H1, pa.array([5, -6])), expected, "g", "group")
+
+
+# --- local-cluster mode: separate executor JVMs and Python workers (closer to a real cluster)
+
+CLUSTER_JOB = r'''
+import json, os, sys
+os.environ["PYSPARK_PYTHON"] = sys.executable
+from pyspark.sql import SparkSession
+import kanon_duckdb
+from kanon_duckdb.spark import k_anonymize
+cache, = sys.argv[1:]
+spark = (SparkSession.builder.master("local-cluster[2,1,1024]").appName("kanon-cluster")
+         .config("spark.executor.memory", "512m").config("spark.ui.enabled", "false")
+         .config("spark.executorEnv.NUMBA_CACHE_DIR", cache)
+         .config("spark.sql.shuffle.partitions", "4")
+         .config("spark.sql.adaptive.coalescePartitions.enabled", "false").getOrCreate())
+spark.sparkContext.setLogLevel("ERROR")
+con = kanon_duckdb.connect()
+source = con.sql("""SELECT i AS id, 20 + (hash(i) % 50)::INTEGER AS age,
+    (10000 + hash(i + 1) % 90)::BIGINT AS zip, ['F', 'M'][1 + (hash(i + 2) % 2)::INTEGER] AS sex,
+    ['nurse', 'doctor', 'clerk', 'manager'][1 + (hash(i + 3) % 4)::INTEGER] AS job,
+    (hash(i + 4) % 1000)::DOUBLE / 10 AS income FROM range(400) t(i)""").df()
+info = {}
+out = k_anonymize(spark.createDataFrame(source), 4, ["age", "zip", "sex", "job"],
+                  partition_rows=60, info=info)
+rows = [r.asDict() for r in out.collect()]
+log = info["partition_log"].value
+
+
+def executor_of(pid):
+    """The executor JVM (CoarseGrainedExecutorBackend) a Python worker process runs under."""
+    while pid > 1:
+        with open(f"/proc/{pid}/cmdline") as f:
+            if "CoarseGrainedExecutorBackend" in f.read():
+                return pid
+        with open(f"/proc/{pid}/stat") as f:
+            pid = int(f.read().rsplit(")", 1)[1].split()[1])
+    return None
+
+
+executors = {r["pid"]: executor_of(r["pid"]) for r in log}
+spark.stop()
+print(json.dumps({"rows": rows, "source": source.to_dict("records"), "log": log,
+                  "partitions": info["partitions"], "executors": list(executors.values())}))
+'''
+
+
+def spark_home_of_links(tmp_path):
+    """A SPARK_HOME of symlinks to pip's pyspark (jars, bin, ...): local-cluster's workers
+    write their executors' directories under SPARK_HOME/work, which must not be the install."""
+    import pyspark
+    real = os.path.dirname(pyspark.__file__)
+    if not os.path.exists(os.path.join(real, "bin", "spark-class")):
+        pytest.skip("local-cluster mode launches executors through SPARK_HOME/bin/spark-class, "
+                    f"which this pyspark install ({real}) lacks; set SPARK_HOME to a Spark "
+                    "distribution")
+    home = tmp_path / "spark_home"
+    home.mkdir()
+    for name in os.listdir(real):
+        if name != "work":
+            os.symlink(os.path.join(real, name), home / name)
+    return home
+
+
+@pytest.mark.slow
+def test_local_cluster_executors_share_one_numba_compile(tmp_path):
+    """``local-cluster[2,1,1024]``: two executor JVMs, each with its own Python workers, on an
+    empty numba cache shared through ``spark.executorEnv.NUMBA_CACHE_DIR``. The output is
+    k-anonymous and truthful (independent check), partitions ran under both executors, and
+    the warm-up lock let one worker process compile while the other executor's loaded the
+    kernels. Works with pip's pyspark (``bin/spark-class`` is in the wheel)."""
+    home = spark_home_of_links(tmp_path)
+    job = tmp_path / "job.py"
+    job.write_text(CLUSTER_JOB)
+    cache = tmp_path / "numba_cache"
+    env = dict(os.environ, SPARK_HOME=str(home), PYTHONPATH=os.pathsep.join(
+        [os.path.dirname(os.path.dirname(os.path.abspath(kanon_duckdb.__file__)))]
+        + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    res = subprocess.run([sys.executable, str(job), str(cache)], capture_output=True, text=True,
+                         env=env, timeout=1800)
+    assert res.returncode == 0, res.stderr[-3000:]
+    got = json.loads(res.stdout.strip().splitlines()[-1])
+    check_k_and_truth(got["rows"], got["source"], 4)
+    log = got["log"]
+    assert got["partitions"] >= 4 and len(log) == got["partitions"]
+    assert None not in got["executors"] and len(set(got["executors"])) == 2  # both executors
+    by_cost = sorted(log, key=lambda r: -r["compile_s"])
+    assert by_cost[0]["compiles"] > 20  # one worker process compiled the kernels ...
+    assert sum(r["compiles"] for r in by_cost[1:]) <= 3  # ... the rest loaded them
+    assert list(cache.rglob("*.nbi"))
