@@ -56,17 +56,41 @@ import numba  # noqa: E402 - after the OpenMP setting
 
 _blas_check_without_scipy_linalg()
 
+from numba.core.caching import FunctionCache  # noqa: E402
+from numba.core.runtime import rtsys  # noqa: E402
+
 NJIT = dict(cache=True, nogil=True)
 NJIT_PARALLEL = dict(cache=True, nogil=True, parallel=True)
+
+
+class _LoadCache(FunctionCache):
+    """numba's on-disk cache of one of our kernels, minus the context refresh on a cache hit.
+
+    ``FunctionCache.load_overload`` first refreshes the target context: it imports and installs
+    every typing and lowering registry of numba (random generators, typed containers,
+    polynomials, ...), about 0.1 s of a first call, which a cached kernel does not use: loading
+    it needs only the runtime's (NRT) symbols, the JIT and the kernel's own object code.
+    Anything that compiles still refreshes (``compiler.compile_extra`` does it first)."""
+
+    def load_overload(self, sig, target_context):
+        rtsys.initialize(target_context)  # the NRT symbols the kernels' object code links to
+        with self._guard_against_spurious_io_errors():
+            return self._load_overload(sig, target_context)
+
+
+def _cached(dispatcher):
+    if type(dispatcher._cache) is FunctionCache:  # cache=True made it; same state, new load
+        dispatcher._cache.__class__ = _LoadCache
+    return dispatcher
 
 
 def njit(fn=None, **extra):
     """``numba.njit`` with the project's flags (cache on, nopython, nogil)."""
     opts = {**NJIT, **extra}
     if fn is None:
-        return lambda f: numba.njit(**opts)(f)
-    return numba.njit(**opts)(fn)
+        return lambda f: _cached(numba.njit(**opts)(f))
+    return _cached(numba.njit(**opts)(fn))
 
 
 def njit_parallel(fn):
-    return numba.njit(**NJIT_PARALLEL)(fn)
+    return _cached(numba.njit(**NJIT_PARALLEL)(fn))

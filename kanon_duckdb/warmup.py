@@ -143,8 +143,8 @@ def preload_in_background() -> None:
     """Import numba and load the default path's cached kernels in a background thread, once per
     process, so the first ``k_anonymize`` does not wait for them (about 0.5-0.7 s of CPU).
 
-    ``register()`` calls it when it is done: the thread imports numba, sets up its compiler,
-    imports the package's modules of the Mondrian path and runs it once on the 400-row warm-up
+    ``register()`` calls it when it is done: the thread imports numba, imports the package's
+    modules of the Mondrian path and runs it once on the 400-row warm-up
     table, loading its kernels from numba's cache. It stops at the first kernel that would
     compile (:func:`_cache_only`): it never compiles in the background. Started at the
     beginning of ``register()`` instead, it slowed ``connect()`` more than it saved (both
@@ -196,7 +196,6 @@ def _preload() -> None:
     try:
         from . import _numba_config  # noqa: F401 - numba itself (and its BLAS check)
         from numba.core.compiler_lock import global_compiler_lock
-        from numba.core.registry import cpu_target
         import duckdb
         import pyarrow.compute  # noqa: F401 - encoding's dictionary encoding
 
@@ -207,10 +206,9 @@ def _preload() -> None:
         # Everything that touches numba's typing state runs under numba's own compiler lock: a
         # refresh or an aborted compile here racing the compile of the caller's first run (empty
         # cache) corrupted the typing context ("Unknown attribute 'shape' of type readonly
-        # array", CI at cb15b65). A compile in the caller's thread waits for this block.
+        # array", CI at cb15b65). A compile in the caller's thread waits for this block. Loading
+        # a cached kernel needs no refresh of numba's contexts (_numba_config._LoadCache).
         with global_compiler_lock:
-            cpu_target.typing_context.refresh()  # numba's compiler set-up, done on its first use
-            cpu_target.target_context.refresh()
             con = duckdb.connect()
             try:
                 con.execute(_WARMUP_SQL)

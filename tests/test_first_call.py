@@ -170,3 +170,43 @@ def test_first_run_on_an_empty_cache_compiles_beside_the_preload(tmp_path):
                          env=env, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split()[-1] == "20"
+
+
+CACHED_LOAD = r"""
+import sys, numpy as np
+from numba.core import event
+from kanon_duckdb.encoding import _remap_codes
+compiled = []
+class Count(event.Listener):
+    def on_start(self, ev):
+        compiled.append(ev.data["dispatcher"].py_func.__name__)
+    def on_end(self, ev):
+        pass
+event.register("numba:compile", Count())
+out = np.array([[0], [1], [-1]], dtype=np.int32)
+_remap_codes(np.array([5, 6, 7], dtype=np.int32), out, 0)
+refreshed = "numba.cpython.setobj" in sys.modules  # installed only by numba's context refresh
+import numba
+@numba.njit
+def uses_registries(n):  # sets and np.random: registries the cached load did not install
+    np.random.seed(1)
+    s = set()
+    for _ in range(n):
+        s.add(np.random.randint(0, 3))
+    return len(s)
+n = uses_registries(50)
+print(out.ravel().tolist(), [c for c in compiled if c in ("_remap_codes", "uses_registries")],
+      refreshed, n)
+"""
+
+
+def test_a_cached_kernel_loads_without_numbas_context_refresh_and_compiles_after(tmp_path):
+    # a cache hit skips numba's refresh of its typing and lowering registries (about 0.1 s of a
+    # first call, _numba_config._LoadCache); anything compiled after that still gets them
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path), "KANON_DUCKDB_PRELOAD": "0"}
+    runs = [subprocess.run([sys.executable, "-c", CACHED_LOAD], capture_output=True, text=True,
+                           check=True, env=env, timeout=300).stdout.split(maxsplit=5)
+            for _ in range(2)]
+    first, second = (" ".join(r) for r in runs)
+    assert first.startswith("[5, 6, 7] ['_remap_codes', 'uses_registries'] True 3"), first
+    assert second.startswith("[5, 6, 7] ['uses_registries'] False 3"), second
