@@ -112,6 +112,7 @@ class NodeChecker:
         self.cache_rows = 2 * self.t if cache_rows is None else int(cache_rows)
         self._clock = 0
         self._n_cached = 0
+        self._hw = 0  # slots [0, _hw) may be used: a free slot is always the lowest one
         self.weights = None if weights is None else np.asarray(weights, dtype=np.float64)
         w = self.weights
         self._inv_h = [(1.0 if w is None else float(w[j])) / float(h) if h > 0 else 0.0
@@ -232,10 +233,11 @@ class NodeChecker:
     def _source(self, levels):
         """The smallest cached class table (rep, cnt, kc, levels) of a node <= ``levels``, or
         None (group from the encoded rows) when none is cached."""
+        hw = self._hw  # unused slots hold int64 max keys: never below a node
         lv = np.asarray(levels, dtype=np.int64)
-        ok = (self._ckeys <= lv).all(axis=1)
+        ok = (self._ckeys[:hw] <= lv).all(axis=1)
         if ok.any():
-            i = int(np.argmin(np.where(ok, self._csize, np.iinfo(np.int64).max)))
+            i = int(np.argmin(np.where(ok, self._csize[:hw], np.iinfo(np.int64).max)))
             self._clock += 1
             self._cstamp[i] = self._clock
             return self._ctab[i]
@@ -268,6 +270,7 @@ class NodeChecker:
             used[i] = False
             self._n_cached -= 1
         i = int(np.argmin(self._ctab_used))  # a free slot
+        self._hw = max(self._hw, i + 1)
         self._clock += 1
         self._ckeys[i] = levels
         self._csize[i] = size
