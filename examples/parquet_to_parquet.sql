@@ -26,3 +26,7 @@ SELECT gcp('people_k5.parquet') AS gcp, discernibility('people_k5.parquet') AS d
 CREATE TEMP TABLE people_flu AS FROM 'people.parquet' WHERE diagnosis = 'flu';
 SELECT count(*) AS rows, min(ec_size) AS min_class
 FROM k_anonymize('people_flu', k := 5, qi := ['age', 'zip', 'sex']);
+
+-- and so is a TEMP output by the metrics and checks (same values as on a regular table)
+CREATE TEMP TABLE people_flu_k5 AS FROM k_anonymize('people_flu', k := 5, qi := ['age', 'zip', 'sex']);
+SELECT gcp('people_flu_k5') AS gcp, k_anonymity('people_flu_k5', ['age', 'zip', 'sex']) AS min_class;

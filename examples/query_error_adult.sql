@@ -14,7 +14,7 @@ CREATE OR REPLACE TABLE adult_k10 AS
                    qi := ['age', 'workclass', 'education', 'marital_status', 'occupation',
                           'race', 'sex', 'native_country']);
 
--- The four queries as a workload table (a regular table: kanon functions cannot read TEMP ones).
+-- The four queries as a workload table (a TEMP table would do too).
 CREATE OR REPLACE TABLE cof_mondrian_queries (qid BIGINT, sql VARCHAR);
 INSERT INTO cof_mondrian_queries VALUES
   (1, 'SELECT COUNT(*) FROM adult WHERE (workclass = ''Private'' OR workclass = ''Self-emp-not-inc'' OR workclass = ''Self-emp-inc'') AND age = 35'),
