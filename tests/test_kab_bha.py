@@ -520,9 +520,48 @@ def test_kab_run_record_counts_the_search():
         assert len(finals) == 2 and all(t["black_hole_after"] <= t["black_hole_before"]
                                         for t in finals)
         assert d["best_fitness"] == d["fitness_history"][-1] == finals[-1]["black_hole_after"]
-        lo, hi = _blackhole.REBIRTH_SHARE  # replacements are reborn near the black hole
+        lo, hi = _blackhole.BUDGET.rebirth_share  # replacements are reborn near the black hole
         assert all(lo <= t["reborn_share"] <= hi for t in d["trace"] if t.get("replaced"))
         gcp = con.sql("SELECT gcp('o')").fetchall()[0][0]
         assert d["best_fitness"] == pytest.approx(gcp / 2)  # fitness = GCP / 2 (eq. 4 with d QIs)
     finally:
         con.close()
+
+
+@pytest.mark.parametrize("k", [kab.LARGE_K - 1, kab.LARGE_K])
+def test_kab_stars_use_the_height_cost_from_large_k(k):
+    """kab's k-member stars are built with the NCP of eq. 2 below LARGE_K and with Byun's
+    height IL from LARGE_K on (the search and its fitness stay on eq. 2's NCP)."""
+    data = naive.random_qidata(np.random.default_rng(3), 400, 1, 3, max_leaves=12)
+    ds = build_ncp_data(data)
+    fresh, _ = kab._stars("kmember")(data, ds, k)
+    got = fresh(np.random.default_rng(7), lambda: False)
+    cost = "height" if k >= kab.LARGE_K else "ncp"
+    assert kab.star_cost(k) == cost
+    want = StarMaker(data, build_ncp_data(data, cost=cost), k).fresh(np.random.default_rng(7))
+    other = StarMaker(data, build_ncp_data(data, cost="ncp" if cost == "height" else "height"),
+                      k).fresh(np.random.default_rng(7))
+    assert np.array_equal(got, want)
+    assert not naive.same_partition(want, other)  # the case tells the two costs apart
+    info = kab.run(data, k, 0, {"stars": 3, "iterations": 2, "init": "kmember"}).info
+    assert info["star_cost"] == cost
+    assert info["best_fitness"] == pytest.approx(fitness(ds, *dense_labels(
+        kab.run(data, k, 0, {"stars": 3, "iterations": 2, "init": "kmember"}).ec), k, 4))
+
+
+def test_kab_large_k_budget_bounds_the_reborn_share_and_the_moves():
+    """From LARGE_K on the search runs on LARGE_K_BUDGET: reborn shares drawn in its range, and
+    no move tries more than ``patience`` clusters in a row without an exchange (so a move that
+    kept nothing tried at most ``patience`` clusters)."""
+    rng = np.random.default_rng(5)
+    k = kab.LARGE_K
+    data = naive.random_qidata(rng, 3000, 2, 2, max_leaves=8)
+    budget = kab.LARGE_K_BUDGET
+    assert budget != _blackhole.BUDGET
+    info = kab.run(data, k, 1, {"stars": 3, "iterations": 6, "init": "kmember"}).info
+    reborn = [t["reborn_share"] for t in info["trace"] if t.get("replaced")]
+    assert reborn and all(budget.rebirth_share[0] <= x <= budget.rebirth_share[1]
+                          for x in reborn)
+    idle = [t for t in info["trace"] if "clusters_tried" in t
+            and t["relocations"] + t["swaps"] == 0]
+    assert all(t["clusters_tried"] <= budget.patience for t in idle)

@@ -20,9 +20,9 @@ search step guided by the BH (``_exchange.exchange_worst``):
    there: alone (relocation) or in exchange for one of their records (swap);
 3. the best try is kept when it lowers the star's total IL, i.e. its fitness (exact incremental
    cost, O(d) per try); classes stay in [k, max_size] (kab: 2k-1, the paper's C_avg ≈ 1; bha: no
-   limit). rand = 0 leaves the star as it was. A move stops early after PATIENCE tried clusters
-   in a row without a kept try (the rest of the star is settled against this BH; a bound on the
-   work, not in the paper). The stars' moves of one iteration are independent (all toward the
+   limit). rand = 0 leaves the star as it was. A move stops early after ``Budget.patience``
+   tried clusters in a row without a kept try (the rest of the star is settled against this BH;
+   a bound on the work, not in the paper). The stars' moves of one iteration are independent (all toward the
    same BH) and run concurrently.
 
 Event horizon (eq. 11): R = fitness(BH) / sum_i fitness(X_i), the sum over the N stars other than
@@ -33,7 +33,7 @@ closer than R is swallowed: the BH takes it in (the move of step 2-3 with the ro
 every BH cluster that is not also a cluster of the star, keeping only what lowers the BH's
 fitness), and a new star replaces it. ``bha`` and ``kab`` with ``init := 'algorithm1'``: a new
 star from the initializer (the paper). ``kab`` (default): a star *reborn* near the BH, the BH with
-a share drawn in REBIRTH_SHARE of its clusters re-clustered (``kab_stars.StarMaker.reborn``): a
+a share drawn in ``Budget.rebirth_share`` of its clusters re-clustered (``kab_stars.StarMaker.reborn``): a
 deviation that costs that share of a star instead of a whole one (about 20 stars per run made
 KAB slower than k-member) and that makes each swallow a large-neighbourhood step of the BH.
 
@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -69,12 +70,24 @@ from ._ncp import build_ncp_data, partition_il
 
 # candidate destination clusters per record in a move (star clusters of its black-hole mates)
 MAX_CANDIDATES = 8
-# share of the black hole's rows redone in a star reborn after a swallow (uniform in this range)
-REBIRTH_SHARE = (0.05, 0.3)
-# a move stops after this many tried clusters in a row gave no exchange (the rest is settled)
-PATIENCE = 64
 FINAL_SWALLOW = True
-ABSORB_PATIENCE = 0
+
+
+class Budget(NamedTuple):
+    """How much work the search spends (bounds, not in the paper; kab.py chooses one per k).
+
+    rebirth_share    share of the black hole's rows redone in a star reborn after a swallow
+                     (uniform in this range)
+    patience         a star's move stops after this many tried clusters in a row gave no
+                     exchange (the rest is settled against this black hole)
+    absorb_patience  the same for the black hole's move when it swallows a star (0: never)
+    """
+    rebirth_share: tuple = (0.05, 0.3)
+    patience: int = 64
+    absorb_patience: int = 0
+
+
+BUDGET = Budget()
 _ALL = np.zeros(0, dtype=np.bool_)  # ``among`` of exchange_worst: every cluster may be tried
 
 
@@ -239,14 +252,15 @@ def differing_clusters(a, ca, b, cb):
 
 
 def black_hole_search(ds, n, d, k, rng, init_star, n_stars, iterations, max_size, progress,
-                      models=None, reborn=None):
+                      models=None, reborn=None, budget=BUDGET):
     """Run the black-hole search; returns (best labels, info dict).
 
     init_star(rng, should_stop) -> int64 labels of a new k-anonymous star (the initial stars, and
     the replacements of swallowed ones when ``reborn`` is None); it should poll ``should_stop()``
     between chunks of work and raise :class:`Stopped` when it returns True.
     reborn(bh, n_bh, share, rng) -> int64 labels: the replacement of a swallowed star, a star
-    born near the black hole ``bh`` with about ``share`` (drawn in REBIRTH_SHARE) of it redone.
+    born near the black hole ``bh`` with about ``share`` (drawn in ``budget.rebirth_share``) of
+    it redone. budget: :class:`Budget`.
     max_size: the largest class a move may create (kab 2k-1, bha n). models: (P, scr_cols, M) of
     ``_closing.packed_of``: a star with a class violating a privacy model loses to every star
     without one (fitness).
@@ -275,7 +289,7 @@ def black_hole_search(ds, n, d, k, rng, init_star, n_stars, iterations, max_size
         privacy models). Returns (fitness before, records moved)."""
         before, saved = fits[bh], stars[bh].copy()
         rel, sw, _ = move(bh, s, 1.0, differing_clusters(stars[bh], counts[bh], stars[s],
-                                                          counts[s]), ABSORB_PATIENCE)(None)
+                                                          counts[s]), budget.absorb_patience)(None)
         if rel + sw == 0:  # nothing moved: the fitness is the same
             return before, 0
         fits[bh] = fit(bh)
@@ -308,7 +322,7 @@ def black_hole_search(ds, n, d, k, rng, init_star, n_stars, iterations, max_size
         rands = [float(rng.random()) for _ in movers]
         before = [fits[s] for s in movers]
         moved = _in_parallel([move(s, bh, r, differing_clusters(stars[s], counts[s], stars[bh],
-                                                                counts[bh]), PATIENCE)
+                                                                counts[bh]), budget.patience)
                               for s, r in zip(movers, rands)], tick, progress)
         for s, rand, b, (rel, sw, tried) in zip(movers, rands, before, moved):
             if rel + sw:  # else nothing moved: the fitness is the same
@@ -348,7 +362,7 @@ def black_hole_search(ds, n, d, k, rng, init_star, n_stars, iterations, max_size
                 shares = [None] * len(swallowed)
                 jobs = [new_star(sd) for sd in sds]
             else:
-                shares = [float(rng.uniform(*REBIRTH_SHARE)) for _ in swallowed]
+                shares = [float(rng.uniform(*budget.rebirth_share)) for _ in swallowed]
                 jobs = [reborn_star(sd, sh) for sd, sh in zip(sds, shares)]
             fresh = _in_parallel(jobs, lambda: None, progress)
             for (s, _), (lab, C), share in zip(swallowed, fresh, shares):
@@ -398,16 +412,16 @@ def black_hole_search(ds, n, d, k, rng, init_star, n_stars, iterations, max_size
 
 
 def run_black_hole(data: QIData, k: int, seed: int, params: dict, progress, make_stars,
-                   max_size: int, initializer: str) -> Partition:
+                   max_size: int, initializer: str, budget: Budget = BUDGET) -> Partition:
     """The ``run`` of kab and bha: black_hole_search over the stars of
-    ``make_stars(data, ds, k) -> (init_star, reborn)`` (``black_hole_search``'s arguments);
-    ``initializer`` is recorded in the info."""
+    ``make_stars(data, ds, k) -> (init_star, reborn)`` (``black_hole_search``'s arguments) with
+    ``budget``; ``initializer`` is recorded in the info."""
     ds = build_ncp_data(data)
     n, d = data.n, data.dn + data.dc
     rng = np.random.default_rng(seed)
     init_star, reborn = make_stars(data, ds, k)
     lab, info = black_hole_search(ds, n, d, k, rng, init_star, params["stars"],
                                   params["iterations"], max_size, progress, packed_of(data),
-                                  reborn)
+                                  reborn, budget)
     info["initializer"] = initializer
     return Partition(ec=lab.astype(np.int64), info=info)

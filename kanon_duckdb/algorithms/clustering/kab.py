@@ -10,7 +10,15 @@ setting (§4.2), and ``init``.
   the whole table, O(n²/k) per star, which made three stars cost more than one k-member run and
   start 10-20 % worse. Blocks make a star O(n · block_rows / k) and, with the random block size and
   seeds, different from the others. A swallowed star is replaced by a star reborn near the black
-  hole (``_blackhole``; the share redone is drawn in ``_blackhole.REBIRTH_SHARE``).
+  hole (``_blackhole``; the share redone is drawn in ``Budget.rebirth_share``).
+- From ``LARGE_K`` (30) on, a further deviation: the stars' k-member uses Byun's height IL
+  (``star_cost``; the fitness stays eq. 2's NCP) and the search runs on ``LARGE_K_BUDGET``
+  (reborn share 5-15 %, patience 16, the black hole's swallow move stops after 32 idle clusters).
+  On Adult at k = 30 / 40, NCP stars inside Mondrian blocks mix categories whose leaf-count cost
+  is low and whose height cost is high: the search ended 1.2 % above k-member's GenTotal-IL at
+  k = 40. Height stars end below k-member on GCP and GenTotal-IL with a margin (k = 40: 14.95 /
+  15.78 % against 15.59 / 16.84 %), which pays for the smaller budget. Below k = 30 they lose on
+  GCP (k = 20: 10.96 % against 10.77 %), so NCP stars stay there. ``info['star_cost']``.
 - ``init := 'algorithm1'``: the paper's Fig. 2 literally (``ncp_clustering``, ``kab_kernels``):
   floor(n/k) clusters, each a random unassigned record plus its k-1 nearest unassigned records
   by the NCP record distance (eq. 1-3); leftovers to the nearest seed.
@@ -36,8 +44,9 @@ from ...params import declared
 from ...privacy.spec import no_models
 from ...qidata import QIData
 from ..base import Algorithm, Partition, no_progress
-from ._blackhole import Stopped, run_black_hole
+from ._blackhole import BUDGET, Budget, Stopped, run_black_hole
 from ._closing import packed_of
+from ._ncp import build_ncp_data
 from .kab_kernels import assign_leftovers, ncp_clustering_chunk
 from .kab_stars import StarMaker
 
@@ -78,13 +87,25 @@ def ncp_clustering(ds, n: int, k: int, rng: np.random.Generator, progress=no_pro
     return labels
 
 
+# from this k on, kab's k-member stars use the height cost and the search the LARGE_K budget
+LARGE_K = 30
+LARGE_K_BUDGET = Budget(rebirth_share=(0.05, 0.15), patience=16, absorb_patience=32)
+
+
+def star_cost(k: int) -> str:
+    """The k-member cost of kab's stars (``init := 'kmember'``): Byun's height IL from LARGE_K
+    on, the NCP of eq. 2 below (the fitness is eq. 2's NCP either way)."""
+    return "height" if k >= LARGE_K else "ncp"
+
+
 def _stars(init: str):
     """``make_stars`` of ``_blackhole.run_black_hole`` for ``init``."""
     def make(data, ds, k):
         if init == "algorithm1":  # the paper: every star, replacements too, from Algorithm 1
             return (lambda rng, should_stop: ncp_clustering(
                 ds, data.n, k, rng, should_stop=should_stop, models=packed_of(data)), None)
-        maker = StarMaker(data, ds, k)
+        cost = star_cost(k)
+        maker = StarMaker(data, ds if cost == "ncp" else build_ncp_data(data, cost=cost), k)
 
         def fresh(rng, should_stop):
             if should_stop():
@@ -100,8 +121,12 @@ INITIALIZERS = {"kmember": "k-member (random seeds) in Mondrian blocks",
 
 def run(data: QIData, k: int, seed: int, params: dict, progress=no_progress) -> Partition:
     init = params.get("init", "kmember")
-    return run_black_hole(data, k, seed, params, progress, _stars(init), 2 * k - 1,
-                          INITIALIZERS[init])
+    large = init == "kmember" and k >= LARGE_K
+    part = run_black_hole(data, k, seed, params, progress, _stars(init), 2 * k - 1,
+                          INITIALIZERS[init], LARGE_K_BUDGET if large else BUDGET)
+    if init == "kmember":
+        part.info["star_cost"] = star_cost(k)
+    return part
 
 
 ENTRY = Algorithm("kab", run, "local", declared("kab"),
