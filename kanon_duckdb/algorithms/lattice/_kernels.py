@@ -76,18 +76,8 @@ def _class_codes(src, cols, lut, lutoff, use_lut, first, nout):
 
 
 @njit
-def _small_rows(counts, a, b, k):
-    """Rows in classes a..b-1 with fewer than k rows (``counts`` per class)."""
-    out = 0
-    for s in range(a, b):
-        if counts[s] < k:
-            out += counts[s]
-    return out
-
-
-@njit
 def group_node(src, cols, lut, lutoff, use_lut, rep, cnt, identity, strides, keyspace, cap, dense,
-               hkey, hval, keybuf, want_cls, blk=-1, k=0, limit=0):
+               hkey, hval, keybuf, want_cls):
     """Group input classes by their mixed-radix key at a node, stopping early past ``cap`` classes.
 
     Inputs (c of them) are the columns of ``src`` (uint16/int32 (rows, c)); QI j's code of input
@@ -104,10 +94,6 @@ def group_node(src, cols, lut, lutoff, use_lut, rep, cnt, identity, strides, key
     Returns (rep int32 (C,), cnt int64 (C,), class of each input int32 (c,) or empty, codes of
     each class at this node (d, C) in src's dtype: the table's own codes for later roll-ups);
     C = cap + 1 means the grouping stopped early (the table is incomplete, cls undefined).
-    ``blk`` >= 0 (the encoded rows only): row ``blk`` of ``src`` is constant on runs of inputs
-    that are unions of this node's classes (blocks); when a block ends, its classes are complete,
-    and once the rows in those smaller than ``k`` exceed ``limit`` the node is infeasible: the
-    grouping stops and returns C = cap + 1 as well (cap < c then; see ``blocks_stop``).
     O(c·d) time, sequential reads only.
     """
     c = src.shape[1]
@@ -133,20 +119,10 @@ def group_node(src, cols, lut, lutoff, use_lut, rep, cnt, identity, strides, key
     nout = 0
     B = keybuf.shape[0]
     stop = False
-    bstart = 0  # first class of the current block
-    bval = src[blk, 0] if blk >= 0 and c > 0 else 0
-    sup_seen = 0
     for a in range(0, c, B):
         b = min(a + B, c)
         _block_keys(src, cols, lut, lutoff, use_lut, strides, a, b, keybuf)
         for t in range(a, b):
-            if blk >= 0 and src[blk, t] != bval:  # a block ended: its classes are complete
-                bval = src[blk, t]
-                sup_seen += _small_rows(out_cnt, bstart, nout, k)
-                bstart = nout
-                if sup_seen > limit:
-                    stop = True
-                    break
             key = keybuf[t - a]
             w = cnt[t] if has_cnt else 1
             s = -1
@@ -197,9 +173,6 @@ def group_node(src, cols, lut, lutoff, use_lut, rep, cnt, identity, strides, key
             dense[out_pos[s]] = -1
         else:
             hkey[out_pos[s]] = -1
-    if stop and nout <= cap:  # stopped by the blocks' suppressed rows: report it as a cap stop
-        return (np.zeros(cap + 1, dtype=np.int32), np.zeros(cap + 1, dtype=np.int64), cls,
-                np.zeros((cols.shape[0], 0), dtype=src.dtype))
     kc = _class_codes(src, cols, lut, lutoff, use_lut, first, nout)
     return out_rep[:nout].copy(), out_cnt[:nout].copy(), cls, kc
 
@@ -444,16 +417,12 @@ def leaf_extremes(leaf, values, null, n_leaves):
 
 @njit
 def _group_chunk(src, cols, lut, lutoff, use_lut, cnt, strides, a, b, cap, hkey, hval, dense,
-                 use_dense, keybuf, keys, first, counts, pos, lcls, want_cls, blk, k, limit):
+                 use_dense, keybuf, keys, first, counts, pos, lcls, want_cls):
     """Group inputs a..b-1 (see ``group_node``) into keys / first input / rows per class (keys,
     first, counts, pos int64 (>= min(b - a, cap + 1),) OUT) and, when ``want_cls``, the local
     class of each input (lcls int32 (b - a,) OUT). A dense counting array (``use_dense``: dense
     int32 covers the key space) or open addressing: hkey int64 / hval int32 of power-of-two
     size >= 2 min(b - a, cap + 1) + 2. dense and hkey all -1 on entry and exit.
-    ``blk`` >= 0: blocks as in ``group_node``; the chunk's first block may have begun in the
-    chunk before and its last may go on in the next, so only the blocks that start and end in
-    it (the first chunk's first, the last chunk's last included) count toward ``limit`` (a
-    lower bound of the node's suppressed rows).
     Returns the classes found; cap + 1 means it stopped early."""
     lim = cap + 1
     if lim > b - a:
@@ -463,23 +432,10 @@ def _group_chunk(src, cols, lut, lutoff, use_lut, cnt, strides, a, b, cap, hkey,
     nout = 0
     B = keybuf.shape[0]
     stop = False
-    bstart = 0 if a == 0 else -1  # first class of the current block; -1: it began before a
-    bval = src[blk, a] if blk >= 0 and b > a else 0
-    sup_seen = 0
-    sup_stop = False
     for a0 in range(a, b, B):
         b0 = min(a0 + B, b)
         _block_keys(src, cols, lut, lutoff, use_lut, strides, a0, b0, keybuf)
         for t in range(a0, b0):
-            if blk >= 0 and src[blk, t] != bval:  # a block ended
-                bval = src[blk, t]
-                if bstart >= 0:
-                    sup_seen += _small_rows(counts, bstart, nout, k)
-                bstart = nout
-                if sup_seen > limit:
-                    stop = True
-                    sup_stop = True
-                    break
             key = keybuf[t - a0]
             w = cnt[t] if has_cnt else 1
             if use_dense:
@@ -525,28 +481,23 @@ def _group_chunk(src, cols, lut, lutoff, use_lut, cnt, strides, a, b, cap, hkey,
                 break
         if stop:
             break
-    if blk >= 0 and not stop and b == src.shape[1] and bstart >= 0:  # the last block closes
-        sup_stop = sup_seen + _small_rows(counts, bstart, nout, k) > limit
     for s in range(nout):
         if use_dense:
             dense[pos[s]] = -1
         else:
             hkey[pos[s]] = -1
-    return cap + 1 if sup_stop else nout
+    return nout
 
 
 @njit_parallel
 def group_node_parallel(src, cols, lut, lutoff, use_lut, rep, cnt, identity, strides, keyspace,
-                        cap, scr_key, scr_val, scr_dense, hkey, hval, want_cls, blk=-1, k=0,
-                        limit=0):
+                        cap, scr_key, scr_val, scr_dense, hkey, hval, want_cls):
     """``group_node`` in P = scr_key.shape[0] chunks of the inputs, one per thread, merged in
     chunk order: a class's first input overall lies in the first chunk that holds it, so the
     classes come out in the sequential order with the same representatives, counts and codes
     (identical results). scr_key int64 (P, S) (all -1 on entry and exit), scr_val int32 (P, S),
     S a power of two >= 2 min(ceil(c / P), cap + 1) + 2; scr_dense int32 (P, D) all -1, used
-    when keyspace <= D; hkey / hval as in ``group_node``; ``blk``, ``k``, ``limit``: a chunk
-    whose own complete blocks leave more than ``limit`` rows in classes smaller than k stops
-    the node (``_group_chunk``). Same returns. O(c·d / P + classes)."""
+    when keyspace <= D; hkey / hval as in ``group_node``. Same returns. O(c·d / P + classes)."""
     c = src.shape[1]
     P = scr_key.shape[0]
     L = (c + P - 1) // P
@@ -565,7 +516,7 @@ def group_node_parallel(src, cols, lut, lutoff, use_lut, rep, cnt, identity, str
         cn[p] = _group_chunk(src, cols, lut, lutoff, use_lut, cnt, strides, a, b, cap, scr_key[p],
                              scr_val[p], scr_dense[p], keyspace <= scr_dense.shape[1], keybuf,
                              ckeys[p], cfirst[p], ccnt[p], cpos[p],
-                             lcls[a:b] if want_cls else lcls, want_cls, blk, k, limit)
+                             lcls[a:b] if want_cls else lcls, want_cls)
     lim = cap + 1
     if lim > c:
         lim = c
@@ -608,8 +559,9 @@ def group_node_parallel(src, cols, lut, lutoff, use_lut, rep, cnt, identity, str
         hkey[out_pos[g]] = -1
     if stop:  # report an incomplete table of cap + 1 classes, as group_node does
         nout = cap + 1
-        out_first = np.zeros(nout, dtype=np.int64)  # cap + 1 may exceed c (a blocks stop)
-        out_cnt = np.zeros(nout, dtype=np.int64)
+        for g in range(nout):
+            out_first[g] = 0
+            out_cnt[g] = 0
     cls = np.empty(c if want_cls and not stop else 0, dtype=np.int32)
     if want_cls and not stop:
         for p in prange(P):
@@ -622,35 +574,3 @@ def group_node_parallel(src, cols, lut, lutoff, use_lut, rep, cnt, identity, str
         out_rep[g] = out_first[g] if identity else rep[out_first[g]]
     kc = _class_codes(src, cols, lut, lutoff, use_lut, out_first, nout)
     return out_rep, out_cnt[:nout].copy(), cls, kc
-
-
-@njit
-def counting_order(keys, m):
-    """Stable order of ``keys`` (int32 (n,), values in [0, m)) by value: counting sort, O(n + m)."""
-    start = np.zeros(m + 1, dtype=np.int64)
-    for i in range(keys.shape[0]):
-        start[keys[i] + 1] += 1
-    for v in range(m):
-        start[v + 1] += start[v]
-    out = np.empty(keys.shape[0], dtype=np.int64)
-    for i in range(keys.shape[0]):
-        v = keys[i]
-        out[start[v]] = i
-        start[v] += 1
-    return out
-
-
-@njit
-def first_seen_labels(cls, n_classes):
-    """Renumber classes by first appearance in ``cls`` (int32 (n,)): returns (the renumbered
-    int32 (n,), new number of each old class int64 (n_classes,)). O(n)."""
-    new = np.full(n_classes, -1, dtype=np.int64)
-    out = np.empty(cls.shape[0], dtype=np.int32)
-    nxt = 0
-    for i in range(cls.shape[0]):
-        c = cls[i]
-        if new[c] < 0:
-            new[c] = nxt
-            nxt += 1
-        out[i] = new[c]
-    return out, new

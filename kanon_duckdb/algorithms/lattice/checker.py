@@ -32,13 +32,8 @@ a node has more than ``cap = n // k + limit`` classes: at most n // k classes ca
 so more leave over ``limit`` rows suppressed; such a node (n_suppressed -1) costs about cap
 inputs instead of the whole table, the common case near an all-distinct bottom. Such capped
 passes over at least ``PARALLEL_MIN`` encoded rows run in one chunk per numba thread, merged in
-chunk order (``_kernels.group_node_parallel``: the same table as one sequential pass). Blocks:
-from ``levels.BLOCK_MIN_ROWS`` encoded rows the space stores them sorted by one QI's leaf
-(``LatticeSpace.block_row``), so a capped pass from the rows meets the node's classes block by
-block (a block is a union of classes); once the closed blocks leave more than ``limit`` rows in
-classes < k the node is infeasible and the pass stops there too (n_suppressed -1): a node far
-below the frontier stops within its first blocks, a node just below it wherever its suppressed
-rows pass the limit. Cached tables keep each class's codes (``kc``), which a roll-up maps level to level. Per-QI minimum
+chunk order (``_kernels.group_node_parallel``: the same table as one sequential pass). Cached
+tables keep each class's codes (``kc``), which a roll-up maps level to level. Per-QI minimum
 levels (``bounds``): if QI j alone at level L leaves more than ``limit`` rows in classes < k,
 every node with that level is infeasible (its classes are subsets of the single-QI classes), so
 nodes below the bounds are rejected without counting.
@@ -190,17 +185,13 @@ class NodeChecker:
         return any(int(levels[j]) < self.bounds[j] for j in range(len(self.bounds)))
 
     # ------------------------------------------------------------------ grouping
-    def _run_kernels(self, levels, tab=None, want_cls=False, cap=_NO_CAP, blocks=False):
+    def _run_kernels(self, levels, tab=None, want_cls=False, cap=_NO_CAP):
         """Group the node at ``levels`` from the encoded rows (``tab`` None) or from a cached
-        class table ``tab`` = (rep, cnt, kc, its levels) of a node below it. ``blocks`` (with a
-        cap, from the encoded rows): also stop once the node's complete blocks leave more than
-        ``limit`` rows in classes smaller than k (``LatticeSpace.block_row``).
-        Returns (rep, cnt, cls, kc): see ``_kernels.group_node``; cls in the stored order of
-        the encoded rows (``LatticeSpace.data_order``)."""
+        class table ``tab`` = (rep, cnt, kc, its levels) of a node below it.
+        Returns (rep, cnt, cls, kc): see ``_kernels.group_node``."""
         sp = self.space
         cols = sp.cols(levels)
         strides, ks = sp.keyspace(levels)
-        blk = sp.block_row(levels) if blocks and tab is None and cap < _NO_CAP else -1
         if ks >= (1 << 62):  # many QIs: compare code tuples (rare; no level maps)
             rep, cnt = (self._norep[0], self._norep[1]) if tab is None else tab[:2]
             rep, cnt, cls = K.group_tuple(sp.codes, rep, cnt, tab is None, cols, cap, want_cls)
@@ -210,11 +201,11 @@ class NodeChecker:
             return K.group_node_parallel(sp.codes, cols, self._nolut, self._nolut, False,
                                          self._norep[0], self._norep[1], True, strides, ks, cap,
                                          key_scr, val_scr, dense_scr, self._hkey, self._hval,
-                                         want_cls, blk, self.k, self.limit)
+                                         want_cls)
         if tab is None:
             return K.group_node(sp.codes, cols, self._nolut, self._nolut, False, self._norep[0],
                                 self._norep[1], True, strides, ks, cap, self._dense, self._hkey,
-                                self._hval, self._keybuf, want_cls, blk, self.k, self.limit)
+                                self._hval, self._keybuf, want_cls)
         rep, cnt, kc, below = tab
         maps = [sp.level_map(j, below[j], levels[j]) for j in range(sp.d)]
         off = np.zeros(sp.d, dtype=np.int64)
@@ -259,7 +250,7 @@ class NodeChecker:
         self.n_evaluated += 1
         tab = self._source(levels)
         self.n_rows_grouped += self.t if tab is None else tab[0].shape[0]
-        rep, cnt, _, kc = self._run_kernels(levels, tab, cap=self.cap, blocks=True)
+        rep, cnt, _, kc = self._run_kernels(levels, tab, cap=self.cap)
         return rep, cnt, kc, tuple(levels)
 
     def _remember(self, levels, tab):
@@ -315,7 +306,7 @@ class NodeChecker:
             rep, cnt, cls, _ = self._run_kernels(key, want_cls=True)
             self.n_evaluated += 1
             self.n_rows_grouped += self.t
-            ok = self.privacy.classes_ok(sp.data_order(cls), rep.shape[0])
+            ok = self.privacy.classes_ok(cls, rep.shape[0])
             mn, sup, sq_ok, sq_all, sup_ncp = K.class_stats_ok(rep, cnt, ok, sp.codes,
                                                                sp.cols(key), sp.coff, self._cncp)
         sup = int(sup)
@@ -351,11 +342,6 @@ class NodeChecker:
         sp = self.space
         key = tuple(int(x) for x in levels)
         crep, ccnt, cls, _ = self._run_kernels(key, want_cls=True)
-        if sp.order is not None:  # rows and classes in the data's order, as without blocks
-            cls, new = K.first_seen_labels(sp.data_order(cls), crep.shape[0])
-            stored_rep, stored_cnt = crep, ccnt
-            crep, ccnt = np.empty_like(stored_rep), np.empty_like(stored_cnt)
-            crep[new], ccnt[new] = stored_rep, stored_cnt
         if self.privacy is None:
             small = ccnt < self.k
         else:

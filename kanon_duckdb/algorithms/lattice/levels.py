@@ -11,11 +11,7 @@ up (``TaxonomyIndex.anc``, capped at the root). ``LatticeSpace`` precomputes, on
 - per column c and code x (flat, at ``coff[c] + x``): ``cnode`` the tree node (for output) and
   ``cncp`` its NCP; ``mcol[c]`` the number of codes;
 - ``ncp_mean`` (d, Hmax+1): mean NCP over all rows of QI j at level L (GCP without suppression is
-  a sum of these, so it needs no pass over the data);
-- from ``BLOCK_MIN_ROWS`` encoded rows, the rows are stored sorted (stable counting sort) by the
-  leaf of the QI with the tallest tree (``block_qi``; ``order`` maps stored rows to data rows),
-  so each level of that QI whose codes form runs cuts the rows into blocks, unions of any
-  node's classes at that level (``block_row``; the checker's passes stop on them).
+  a sum of these, so it needs no pass over the data).
 
 Numeric QIs use the interval tree of ``data.num_trees[j]`` (from ``kanon_taxonomy``, attached by
 ``encoding.attach_numeric_trees``) or, when there is none, a nested interval tree built here from
@@ -59,29 +55,7 @@ class LatticeSpace:
     auto_widths: dict       # numeric QI -> widths of the automatically built tree
     counts: np.ndarray | None = None  # int64 (t,): rows per encoded tuple; None = one each
     leaf_codes: list = field(default_factory=list)  # per column: int64 code of each tree leaf
-    # encoded rows are stored sorted by the leaf code of QI ``block_qi`` (-1: data order):
-    # column i of ``codes`` is encoded row ``order[i]`` of the data (``QIData``)
-    order: np.ndarray | None = None
-    block_qi: int = -1
-    block_levels: np.ndarray | None = None  # bool (height+1,): level L of block_qi has runs
     _maps: dict = field(default_factory=dict, repr=False)
-
-    def block_row(self, levels) -> int:
-        """A row of ``codes`` constant on runs of encoded rows that are unions of the node's
-        classes (blocks: the node's level of ``block_qi`` when its codes form contiguous runs
-        in the stored order, and that QI is not at its root), or -1."""
-        q = self.block_qi
-        if q < 0 or int(levels[q]) >= int(self.heights[q]) or not self.block_levels[int(levels[q])]:
-            return -1
-        return int(self.cstart[q] + int(levels[q]))
-
-    def data_order(self, per_row: np.ndarray) -> np.ndarray:
-        """``per_row`` (one value per stored encoded row) in the data's row order."""
-        if self.order is None:
-            return per_row
-        out = np.empty_like(per_row)
-        out[self.order] = per_row
-        return out
 
     @property
     def t(self) -> int:
@@ -234,42 +208,9 @@ def build_space(data: QIData) -> LatticeSpace:
     cncp = np.concatenate([p[2] for p in per_col]) if per_col else np.zeros(0)
     dtype = np.uint16 if (mcol.size == 0 or mcol.max() < 65536) else np.int32
     codes = np.empty((n_cols, data.n), dtype=dtype)
-    q, order, counts = _block_order(trees, cols, data.counts) if d else (-1, None, data.counts)
     for j in range(d):
-        leaf = cols[j] if order is None else cols[j][order]
         for lv in range(heights[j] + 1):
             c = cstart[j] + lv
-            np.take(per_col[c][0].astype(dtype), leaf, out=codes[c])
-    runs = None
-    if q >= 0:  # levels whose codes form one run per value in the stored order
-        runs = np.array([_is_runs(codes[cstart[q] + lv], int(mcol[cstart[q] + lv]))
-                         for lv in range(heights[q] + 1)], dtype=bool)
+            np.take(per_col[c][0].astype(dtype), cols[j], out=codes[c])
     return LatticeSpace(n, names, data.dn, trees, heights, codes, cstart, mcol, coff, cnode, cncp,
-                        ncp_mean, node_lo, node_hi, auto, counts, [p[0] for p in per_col],
-                        order, q, runs)
-
-
-BLOCK_MIN_ROWS = 1 << 16  # encoded rows from which they are stored sorted into blocks
-
-
-def _block_order(trees, leaves, counts):
-    """(QI, stored order of the encoded rows, their counts in that order): the rows sorted
-    stably by the leaf ordinal of the QI with the tallest tree (then the most leaves), so that
-    every level of it groups rows into runs (blocks) a pass can close one by one (see
-    ``_kernels.group_node``: a node whose blocks already leave too many rows suppressed stops).
-    Below ``BLOCK_MIN_ROWS`` rows, or when no QI has a level between its leaves and its root,
-    the data order (-1, None, counts)."""
-    n = leaves[0].shape[0]
-    cand = [j for j, t in enumerate(trees) if t.height >= 2]
-    if n < BLOCK_MIN_ROWS or not cand:
-        return -1, None, counts
-    q = max(cand, key=lambda j: (int(trees[j].height), int(trees[j].leaf_count), -j))
-    order = K.counting_order(np.ascontiguousarray(leaves[q], dtype=np.int32), trees[q].leaf_count)
-    return q, order, None if counts is None else np.ascontiguousarray(counts[order])
-
-
-def _is_runs(col: np.ndarray, m: int) -> bool:
-    """True when every code of ``col`` (m codes) occupies one contiguous run."""
-    changes = 1 + int(np.count_nonzero(col[1:] != col[:-1])) if col.size else 0
-    present = int(np.count_nonzero(np.bincount(col, minlength=m)))
-    return changes == present
+                        ncp_mean, node_lo, node_hi, auto, data.counts, [p[0] for p in per_col])
