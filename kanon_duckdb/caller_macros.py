@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 from .caller_read import handover_sql, table_name
 from .errors import InvalidParameterError
-from .sqlutil import quote_ident, split_qualified
+from .sqlutil import split_qualified
 
 CONN = "coalesce(getvariable('__kanon_conn_id'), 0)::UBIGINT"
 REL_TYPE = "STRUCT(name VARCHAR, names VARCHAR[], types VARCHAR[], rows VARCHAR[][])[]"
@@ -245,8 +245,9 @@ def caller_query(r: Routed, overload: int, args: dict, caller_side: list, conn: 
 
 
 def parse_args(args_json: str) -> dict:
+    """The macro's arguments as the dispatcher passed them (``to_json`` of a STRUCT)."""
     return json.loads(args_json) if args_json else {}
 
 
 __all__ = ["ROUTED", "Routed", "route_scripts", "dispatch_sql", "caller_query", "cursor_call",
-           "relation_names", "parse_args", "quote_ident"]
+           "relation_names", "parse_args"]
