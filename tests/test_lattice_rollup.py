@@ -160,6 +160,26 @@ def test_leaf_extremes_equal_ufunc_at():
     assert has_null.tolist() == [bool(null[leaf == f].any()) for f in range(32)]
 
 
+def test_roll_up_extremes_equal_the_subtree_min_max():
+    """Each node's (min, max, any NULL) after the roll-up is that of the nodes in its subtree
+    (a random pre-order tree: every parent id below its children's)."""
+    rng = np.random.default_rng(5)
+    n = 300
+    parent = np.array([-1] + [int(rng.integers(0, u)) for u in range(1, n)], dtype=np.int32)
+    lo0, hi0 = rng.normal(size=n), rng.normal(size=n)
+    null0 = rng.random(n) < 0.05
+    lo, hi, nn = lo0.copy(), hi0.copy(), null0.copy()
+    K.roll_up_extremes(parent, lo, hi, nn)
+    for u in range(n):
+        sub, todo = [], [u]
+        while todo:
+            v = todo.pop()
+            sub.append(v)
+            todo.extend(np.flatnonzero(parent == v).tolist())
+        assert lo[u] == lo0[sub].min() and hi[u] == hi0[sub].max()
+        assert nn[u] == null0[sub].any()
+
+
 @pytest.mark.parametrize("loss", ["log", "gcp", "dm"])
 def test_stopping_searches_equal_counting_ones(loss):
     """optimal, datafly and random with the early stop (their default) choose the node that the

@@ -416,6 +416,21 @@ def leaf_extremes(leaf, values, null, n_leaves):
 
 
 @njit
+def roll_up_extremes(parent, lo, hi, has_null):
+    """In place, per tree node: lo / hi the min / max over its subtree, has_null whether any
+    node under it has it. parent int32 (n_nodes,), -1 for the root; every child has a larger
+    id than its parent (pre-order). O(n_nodes)."""
+    for u in range(parent.shape[0] - 1, 0, -1):
+        p = parent[u]
+        if lo[u] < lo[p]:
+            lo[p] = lo[u]
+        if hi[u] > hi[p]:
+            hi[p] = hi[u]
+        if has_null[u]:
+            has_null[p] = True
+
+
+@njit
 def _group_chunk(src, cols, lut, lutoff, use_lut, cnt, strides, a, b, cap, hkey, hval, dense,
                  use_dense, keybuf, keys, first, counts, pos, lcls, want_cls):
     """Group inputs a..b-1 (see ``group_node``) into keys / first input / rows per class (keys,

@@ -147,11 +147,7 @@ def _node_ranges(tree: TaxonomyIndex, leaf, values, null):
     lo[tree.leaf_node] = vmin
     hi[tree.leaf_node] = vmax
     nn[tree.leaf_node] = has_null
-    for u in range(n_nodes - 1, 0, -1):  # children have larger ids than parents
-        p = tree.parent[u]
-        lo[p] = min(lo[p], lo[u])
-        hi[p] = max(hi[p], hi[u])
-        nn[p] = nn[p] or nn[u]
+    K.roll_up_extremes(tree.parent, lo, hi, nn)
     lo = np.where(nn | ~np.isfinite(lo), np.nan, lo)
     hi = np.where(nn | ~np.isfinite(hi), np.nan, hi)
     return lo, hi
