@@ -55,6 +55,7 @@ class Scratch(NamedTuple):
     Ws: np.ndarray      # int32 (2*SAMPLE_ROWS+1, d): the strided sample of a large segment
     buf: np.ndarray     # float64 (>= rows of the longest segment): median selection
     cnt: np.ndarray     # int32 (count_scratch_size(rows of the longest segment)): median counts
+    fold: np.ndarray    # int32 (2, EXTREMES_LANES * d): running extremes (_block_extremes)
     bounds: np.ndarray  # float64 (max leaves + 1,): tree-cut boundaries
     tscr: np.ndarray    # int64 (5, max leaves + 1): tree-cut counters
     phist: np.ndarray   # float64 (2, M + 1): privacy-model histograms of the two sides
@@ -91,20 +92,47 @@ def _widths(dims, trees, lo_codes, hi_codes, out_w, out_lo, out_hi):
             out_w[j] = 0.0
 
 
+INT32_MAX = np.int32(2147483647)
+INT32_MIN = np.int32(-2147483648)
+EXTREMES_LANES = 8  # rows folded together per step of ``_block_extremes``
+
+
 @njit
-def _block_extremes(W, s, e, lo, hi):
-    """Smallest and largest code per dimension of rows s:e into ``lo``/``hi`` (int32 (d,))."""
+def _block_extremes(W, s, e, lo, hi, fold):
+    """Smallest and largest code per dimension of rows s:e into ``lo``/``hi`` (int32 (d,)).
+    The rows are one contiguous run of codes: it is folded EXTREMES_LANES rows at a time into
+    running extremes of EXTREMES_LANES·d codes (a plain elementwise min/max over contiguous
+    memory, which the compiler vectorizes), then the lanes are folded per dimension. ``fold``:
+    int32 (2, EXTREMES_LANES·d) scratch. O((e-s)·d)."""
     d = W.shape[1]
     for c in range(d):
-        lo[c] = np.iinfo(np.int32).max
-        hi[c] = np.iinfo(np.int32).min
-    for i in range(s, e):
+        lo[c] = INT32_MAX
+        hi[c] = INT32_MIN
+    n = e - s
+    width = EXTREMES_LANES * d
+    full = n // EXTREMES_LANES
+    if full > 0:
+        flat = W.reshape(W.shape[0] * d)
+        mn = fold[0]
+        mx = fold[1]
+        for u in range(width):
+            mn[u] = flat[s * d + u]
+            mx[u] = mn[u]
+        for r in range(1, full):
+            base = (s + r * EXTREMES_LANES) * d
+            for u in range(width):
+                v = flat[base + u]
+                mn[u] = min(mn[u], v)
+                mx[u] = max(mx[u], v)
+        for u in range(width):
+            c = u % d
+            lo[c] = min(lo[c], mn[u])
+            hi[c] = max(hi[c], mx[u])
+    for i in range(s + full * EXTREMES_LANES, e):
         for c in range(d):
             v = W[i, c]
-            if v < lo[c]:
-                lo[c] = v
-            if v > hi[c]:
-                hi[c] = v
+            lo[c] = min(lo[c], v)
+            hi[c] = max(hi[c], v)
 
 
 @njit
@@ -319,41 +347,30 @@ def _choose_cut(W, s, e, j, k, dims, trees, seg_lo, seg_hi, sc):
 
 
 @njit
-def _split_in_place(W, perm, j, s, e, cut, kid_lo, kid_hi):
+def _split_in_place(W, perm, j, s, e, cut, kid_lo, kid_hi, fold):
     """Reorder rows s:e of W and perm so rows with W[:, j] <= cut come first; returns the split.
     Also the smallest and largest code per dimension of each side (``kid_lo``/``kid_hi`` int32
-    (2, d), left then right), gathered while each row passes through: the children's widths
-    need no pass of their own."""
+    (2, d), left then right, ``_block_extremes``). The order of the rows is part of the
+    contract: the tie ranking samples rows by position, so this swap sequence (scan from the
+    left, swap a row above the cut with the last unplaced row) must stay as it is."""
     d = W.shape[1]
-    for c in range(d):
-        kid_lo[0, c] = np.iinfo(np.int32).max
-        kid_hi[0, c] = np.iinfo(np.int32).min
-        kid_lo[1, c] = np.iinfo(np.int32).max
-        kid_hi[1, c] = np.iinfo(np.int32).min
+    c_int = np.int32(cut)  # a cut is a code (an integer)
     i = s
     jj = e - 1
     while i <= jj:
-        if W[i, j] <= cut:
-            for c in range(d):
-                v = W[i, c]
-                if v < kid_lo[0, c]:
-                    kid_lo[0, c] = v
-                if v > kid_hi[0, c]:
-                    kid_hi[0, c] = v
+        if W[i, j] <= c_int:
             i += 1
         else:
             for c in range(d):
                 t = W[i, c]
                 W[i, c] = W[jj, c]
                 W[jj, c] = t
-                if t < kid_lo[1, c]:
-                    kid_lo[1, c] = t
-                if t > kid_hi[1, c]:
-                    kid_hi[1, c] = t
             p = perm[i]
             perm[i] = perm[jj]
             perm[jj] = p
             jj -= 1
+    _block_extremes(W, s, i, kid_lo[0], kid_hi[0], fold)
+    _block_extremes(W, i, e, kid_lo[1], kid_hi[1], fold)
     return i
 
 
@@ -415,7 +432,7 @@ def _process_segment(W, perm, s, e, k, dims, trees, sc, P, seg_lo, seg_hi, kid_l
                 tried[jbest] = True
                 cut, cost = _choose_cut(W, s, e, jbest, k, dims, trees, lo, hi, sc)
                 if cut == cut and split_ok(W, perm, s, e, jbest, cut, P, sc.phist, sc.pscr):
-                    return _split_in_place(W, perm, jbest, s, e, cut, kid_lo, kid_hi)
+                    return _split_in_place(W, perm, jbest, s, e, cut, kid_lo, kid_hi, sc.fold)
             continue
         best_j = np.int64(-1)
         best_cut = np.nan
@@ -431,7 +448,7 @@ def _process_segment(W, perm, s, e, k, dims, trees, sc, P, seg_lo, seg_hi, kid_l
                 best_j = jj
                 best_cut = cut
         if best_j >= 0:
-            return _split_in_place(W, perm, best_j, s, e, best_cut, kid_lo, kid_hi)
+            return _split_in_place(W, perm, best_j, s, e, best_cut, kid_lo, kid_hi, sc.fold)
 
 
 CHUNKS = 64  # segments of one round are handed out in this many blocks, each with its own scratch
@@ -466,7 +483,8 @@ def mondrian_partition(W, k, dims, trees, stop, P):
     seg_e = np.full(1, n, dtype=np.int64)
     seg_lo = np.empty((1, d), dtype=np.int32)  # smallest / largest code per open segment
     seg_hi = np.empty((1, d), dtype=np.int32)
-    _block_extremes(W, 0, n, seg_lo[0], seg_hi[0])
+    _block_extremes(W, np.int64(0), n, seg_lo[0], seg_hi[0],
+                    np.empty((2, EXTREMES_LANES * d), np.int32))
     fin_s = np.empty(n // k + 1, dtype=np.int64)
     fin_e = np.empty(n // k + 1, dtype=np.int64)
     fin_lo = np.empty((n // k + 1, d), dtype=np.int32)
@@ -489,6 +507,7 @@ def mondrian_partition(W, k, dims, trees, stop, P):
             sc = Scratch(np.empty((4, d)), np.empty(d, dtype=np.bool_),
                          np.empty((2 * SAMPLE_ROWS + 1, d), dtype=np.int32), np.empty(longest),
                          np.empty(count_scratch_size(longest), dtype=np.int32),
+                         np.empty((2, EXTREMES_LANES * d), dtype=np.int32),
                          np.empty(max_leaves + 1), np.empty((5, max_leaves + 1), dtype=np.int64),
                          np.empty((2, m_hist)), np.empty((4, m_scr)))
             for i in range(a, b):
