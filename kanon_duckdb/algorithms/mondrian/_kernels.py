@@ -518,8 +518,9 @@ def mondrian_partition(W, k, dims, trees, stop, P):
             if split[i] < 0:
                 fin_s[n_fin] = seg_s[i]
                 fin_e[n_fin] = seg_e[i]
-                fin_lo[n_fin] = seg_lo[i]
-                fin_hi[n_fin] = seg_hi[i]
+                for c in range(d):  # element loops: a row assignment compiles numba's
+                    fin_lo[n_fin, c] = seg_lo[i, c]  # shape-error formatting (~1.5 s cold)
+                    fin_hi[n_fin, c] = seg_hi[i, c]
                 n_fin += 1
             else:
                 n_open += 2
@@ -534,10 +535,11 @@ def mondrian_partition(W, k, dims, trees, stop, P):
                 new_e[p] = split[i]
                 new_s[p + 1] = split[i]
                 new_e[p + 1] = seg_e[i]
-                new_lo[p] = kid_lo[i, 0]
-                new_hi[p] = kid_hi[i, 0]
-                new_lo[p + 1] = kid_lo[i, 1]
-                new_hi[p + 1] = kid_hi[i, 1]
+                for c in range(d):
+                    new_lo[p, c] = kid_lo[i, 0, c]
+                    new_hi[p, c] = kid_hi[i, 0, c]
+                    new_lo[p + 1, c] = kid_lo[i, 1, c]
+                    new_hi[p + 1, c] = kid_hi[i, 1, c]
                 p += 2
         seg_s = new_s
         seg_e = new_e
