@@ -22,10 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ._numba_config import njit
-from .arrowconv import filled, to_numpy, validity
+from .arrowconv import dictionary_encode, filled, to_numpy, validity
 from .qidata import QIData
 from .codec import PLAIN, NumericCodec, choose_int
 from .ncp import NULL_OFFSET, sentinel_ok
@@ -214,7 +213,7 @@ def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False,
                 fills[j].fill(batch.column(1 + j), a, b, num, num_null, j)
             # dictionary encoding is the costly part; pyarrow releases the GIL: columns in parallel
             encoded = list((pool.map if workers > 1 else map)(
-                lambda col: pc.dictionary_encode(col), [batch.column(1 + dn + j) for j in range(dc)]))
+                dictionary_encode, [batch.column(1 + dn + j) for j in range(dc)]))
             for j, enc in enumerate(encoded):
                 n_null[j] += enc.indices.null_count
                 glob = np.array([dicts[j].setdefault(v, len(dicts[j]))

@@ -189,7 +189,7 @@ def _cache_only():
 
 
 def _preload() -> None:
-    """What the first mondrian ``k_anonymize`` imports and loads: pyarrow.compute, numba, the
+    """What the first mondrian ``k_anonymize`` imports and loads: numba, the
     mondrian family, its kernels, the row-assignment kernels; run once on the 400-row warm-up
     table in a private in-memory database (``anonymize`` needs no registration)."""
     _local.quiet = True
@@ -197,7 +197,6 @@ def _preload() -> None:
         from . import _numba_config  # noqa: F401 - numba itself (and its BLAS check)
         from numba.core.compiler_lock import global_compiler_lock
         import duckdb
-        import pyarrow.compute  # noqa: F401 - encoding's dictionary encoding
 
         from .algorithms import get_algorithm
         from .anonymize import anonymize

@@ -25,7 +25,7 @@ kanon_duckdb.load_example(con)
 n = con.execute("SELECT count(*), count(DISTINCT ec) FROM ("
                 + k_anonymize_sql("adult", 10, sys.argv[1], DEFAULT_QI) + ")").fetchall()[0]
 import numba.np.arraymath
-watched = ["pandas", "scipy.linalg"] + [f"kanon_duckdb.algorithms.{f}"
+watched = ["pandas", "scipy.linalg", "pyarrow.compute"] + [f"kanon_duckdb.algorithms.{f}"
                                         for f in ("mondrian", "clustering", "lattice", "bottomup")]
 print(json.dumps({"rows": n[0], "classes": n[1], "blas": numba.np.arraymath._HAVE_BLAS,
                   "loaded": [m for m in watched if m in sys.modules]}))
@@ -42,6 +42,7 @@ def _first_call(algo: str) -> dict:
 
 @pytest.mark.parametrize("algo, family", [("mondrian", "mondrian"), ("optimal", "lattice")])
 def test_first_call_loads_its_family_only_and_neither_pandas_nor_scipy_linalg(algo, family):
+    # nor pyarrow.compute (0.05-0.08 s to import): arrowconv calls its kernels directly
     r = _first_call(algo)
     assert r["rows"] == 30162 and r["classes"] > 1
     assert r["loaded"] == [f"kanon_duckdb.algorithms.{family}"]
@@ -115,6 +116,19 @@ def test_from_numpy_equals_pa_array(values, typ):
 def test_strings_equal_pa_array(values, text, n):
     assert arrowconv.strings(values).equals(pa.array(values, pa.string()))
     assert arrowconv.repeat_string(text, n).equals(pa.array([text] * n, pa.string()))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.sampled_from(["a", "b", "", "é"])), max_size=30),
+       st.integers(0, 5))
+def test_dictionary_encode_cast_and_take_equal_pyarrow_compute(values, start):
+    import pyarrow.compute as pc
+    arr = pa.array(values, pa.string()).slice(min(start, len(values)))
+    assert arrowconv.dictionary_encode(arr).equals(pc.dictionary_encode(arr))
+    enc = pc.dictionary_encode(arr)
+    assert arrowconv.cast(enc, pa.string()).equals(enc.cast(pa.string()))
+    idx = pa.array(list(range(len(arr)))[::-1], pa.int64())
+    assert arrowconv.take(arr, idx).equals(arr.take(idx))
 
 
 def test_to_numpy_refuses_a_type_it_cannot_view():

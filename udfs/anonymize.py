@@ -19,7 +19,8 @@ import numpy as np
 import pyarrow as pa
 
 from kanon_duckdb import interrupt
-from kanon_duckdb.arrowconv import from_numpy, repeat_string, strings, to_numpy
+from kanon_duckdb.arrowconv import cast, from_numpy, repeat_string, strings, to_numpy
+from kanon_duckdb.arrowconv import take as arrow_take
 from kanon_duckdb.udf_spec import UDF, UdfContext, first_value
 
 RUN_TYPE = ("STRUCT(run_id BIGINT, token BIGINT, n_rows BIGINT, "
@@ -63,14 +64,14 @@ def classes_arrow(res) -> pa.StructArray:
         cols = []
         for j, t in enumerate(data.trees):
             dictionary = strings(t.labels)
-            cols.append(pa.DictionaryArray.from_arrays(from_numpy(g.nodes[:, j], pa.int32()),
-                                                       dictionary).cast(pa.string()))
+            cols.append(cast(pa.DictionaryArray.from_arrays(from_numpy(g.nodes[:, j], pa.int32()),
+                                                            dictionary), pa.string()))
         # interleave: class-major order
         take = np.arange(C * data.dc).reshape(C, data.dc).T.reshape(-1)
         stacked = pa.concat_arrays(cols)
         order = np.empty(C * data.dc, dtype=np.int64)
         order[take] = np.arange(C * data.dc)
-        labels_flat = stacked.take(from_numpy(order, pa.int64()))
+        labels_flat = arrow_take(stacked, from_numpy(order, pa.int64()))
     else:
         labels_flat = strings([])
     sup = np.zeros(C, dtype=bool)
