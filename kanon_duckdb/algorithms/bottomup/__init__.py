@@ -18,11 +18,16 @@ alone, generalizing only the rows that need it, then cut along every QI:
    minimizes the summed cost of the two sides; cuts fall between distinct values unless no
    such cut is allowed.
 
-4. Never worse than Mondrian: strict Mondrian's classes are computed too and kept instead
-   when their GCP (mean NCP over rows and QIs, ``generalize.per_qi_loss``) is lower. On
+4. Never worse than Mondrian: strict Mondrian's classes are computed too and the one of lower
+   GCP (mean NCP over rows and QIs, ``generalize.per_qi_loss``) is the start of step 5. On
    structured data (Adult) steps 1-3 win at every k; on uniform random data with flat trees
    (bench_scale's synthetic table at 1M rows) step 1 generalizes whole categorical QIs to the
-   root and Mondrian's numeric cuts win (``kanon_runs.details.start`` says which one was kept).
+   root and Mondrian's numeric cuts win (``kanon_runs.details.start`` says which one).
+5. Refinement (``_refine``): rows move to, or swap with rows of, neighbouring classes while
+   the summed cost drops, every class keeping >= k rows (and the privacy models it satisfied);
+   classes that grow to >= 2k rows are cut again. Most classes are below 2k rows, so cuts alone
+   cannot reshape them; moving rows can. The refined classes are kept when their GCP is not
+   above the start's (``details``: gcp_start, gcp_refined, moves, swaps, splits, rounds).
 
 Per-QI ``weights :=`` multiply each QI's NCP in every cost above, the comparison of step 4
 included (a numeric NULL still costs 1 in steps 2-3).
@@ -30,8 +35,8 @@ included (a numeric NULL still costs 1 in steps 2-3).
 Every class has >= k rows and is published with its exact ranges and LCAs (the generic
 ``generalize`` pass), so a group generalized to a level in step 1 is usually published lower.
 Cost: step 1 O(passes · dc · n), step 2 O(leftover · groups · d), step 3 O(d · n · log n +
-d² · n) per level of the split tree, step 4 one Mondrian run and two O(n · d) loss passes.
-Numeric QIs take part in steps 2 and 3 only.
+d² · n) per level of the split tree, step 4 one Mondrian run and two O(n · d) loss passes,
+step 5 at most 8 rounds (see ``_refine``). Numeric QIs take part in steps 2, 3 and 5 only.
 """
 from __future__ import annotations
 
@@ -43,7 +48,8 @@ from ..base import Algorithm, Partition, no_progress
 from ...qidata import QIData
 from ..mondrian import partition_rows as mondrian_rows
 from ..mondrian import stack_dimensions
-from ._kernels import join_cheapest, topdown_partition
+from ._kernels import join_cheapest, ncp_chains, topdown_partition
+from ._refine import refine
 
 
 def _group_keys(codes: np.ndarray):
@@ -113,12 +119,18 @@ def level_groups(data: QIData, k: int):
     return group, n_groups, left, levels
 
 
-def partition_rows(data: QIData, k: int):
-    """Class id per row (int64 (n,)) and details for kanon_runs."""
+def _dimensions(data: QIData):
+    """(X float64 (n, d), scale (d,) with the run's weights, gmin (d,)): the kernels' layout."""
     X, scale, _tree_of = stack_dimensions(data)
     scale = objectives.weighted_scale(scale, objectives.weight_vector(data))  # weights :=
     gmin = np.full(X.shape[1], -np.inf)
     gmin[:data.dn] = data.num_lo
+    return X, scale, gmin
+
+
+def partition_rows(data: QIData, k: int):
+    """Class id per row (int64 (n,)) and details for kanon_runs."""
+    X, scale, gmin = _dimensions(data)
     leaf_node, leaf_off, parent, leaf_hi, n_leaves, node_off, _sub, _lo = data.cat_arrays()
     trees = (leaf_node, leaf_off, parent, leaf_hi, n_leaves, node_off)
     if data.n < 2 * k:
@@ -139,6 +151,20 @@ def partition_rows(data: QIData, k: int):
     return ec, info
 
 
+def refine_rows(data: QIData, k: int, ec: np.ndarray, rounds: int = 8):
+    """Step 5 on class ids ``ec`` (every class >= k rows; not modified): (refined class ids
+    int64 (n,), details). Privacy models of the run (``QIData.extra``) are kept by every step."""
+    from ...privacy import spec_of
+    X, scale, gmin = _dimensions(data)
+    base, ch = ncp_chains(*data.cat_arrays()[:6])
+    spec = spec_of(data)
+    P = spec.packed() if spec is not None and spec.has_class_models else None
+    out = np.array(ec, dtype=np.int64)  # a copy: refine works in place
+    _C, stats = refine(X, out, int(k), data.dn, scale, gmin, base, ch, P, rounds=rounds)
+    return out, {"moves": int(stats[:, 0].sum()), "swaps": int(stats[:, 1].sum()),
+                 "splits": int(stats[:, 2].sum()), "rounds": int(stats.shape[0])}
+
+
 def gcp_of(data: QIData, ec: np.ndarray) -> float:
     """GCP (mean over QIs of the row-mean NCP, ``generalize.per_qi_loss``; weighted by the run's
     ``weights :=``) of class ids ``ec``."""
@@ -151,16 +177,22 @@ def gcp_of(data: QIData, ec: np.ndarray) -> float:
 
 
 def run(data: QIData, k: int, seed: int, params: dict, progress=no_progress) -> Partition:
+    """Steps 1-5 (module docstring). Deterministic: ``seed`` is not used."""
     ec, info = partition_rows(data, k)
-    progress(0.8)
+    progress(0.4)
     ec_m = mondrian_rows(data, k, progress=progress)
     own, mondrian = gcp_of(data, ec), gcp_of(data, ec_m)
+    start = ec if own <= mondrian else ec_m
     info.update(start="bottomup" if own <= mondrian else "mondrian", gcp_bottomup=own,
                 gcp_mondrian=mondrian)
+    progress(0.5)
+    refined, steps = refine_rows(data, k, start)
+    gcp_refined = gcp_of(data, refined)
+    info.update(steps, gcp_start=min(own, mondrian), gcp_refined=gcp_refined)
     progress(1.0)
-    return Partition(ec=ec if own <= mondrian else ec_m, info=info)
+    return Partition(ec=refined if gcp_refined <= min(own, mondrian) else start, info=info)
 
 
 ALGORITHMS = [Algorithm("bottomup", run, "local", declared("bottomup"),
-                        "kanon-duckdb's own: bottom-up categorical level grouping, then "
-                        "greedy top-down NCP splits")]
+                        "kanon-duckdb's own: bottom-up categorical level grouping, greedy "
+                        "top-down NCP splits, then a record-moving refinement")]

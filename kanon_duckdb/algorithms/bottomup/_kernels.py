@@ -13,60 +13,63 @@ from ..._numba_config import njit
 
 
 @njit
-def _cat_ncp(lo_leaf, hi_leaf, t, leaf_node, leaf_off, parent, leaf_hi, n_leaves, node_off):
-    """Categorical NCP of a leaf-ordinal range of tree t: leaves(LCA)/leaves(root), 0 for 1 leaf."""
-    if lo_leaf == hi_leaf:
-        return 0.0
-    no = node_off[t]
-    u = leaf_node[leaf_off[t] + lo_leaf]
-    while leaf_hi[no + u] < hi_leaf:
-        u = parent[no + u]
-    return n_leaves[no + u] / n_leaves[no]
-
-
-@njit
-def pair_tables(leaf_node, leaf_off, parent, leaf_hi, n_leaves, node_off, max_leaves):
-    """Categorical NCP of every leaf-ordinal range (lo, hi) of each tree with at most
-    ``max_leaves`` leaves: flat float64 table, tree t at pair_off[t] + lo * L_t + hi
-    (pair_w[t] = L_t, 0 = no table: walk the tree)."""
+def ncp_chains(leaf_node, leaf_off, parent, leaf_hi, n_leaves, node_off):
+    """Each leaf's chain of ancestors, for the categorical NCP of a leaf-ordinal range without a
+    tree walk over scattered nodes: (base int64 (dc,), ch float64 (leaves, 2H)); leaf l of tree t
+    is row base[t] + l, whose entries 2h / 2h+1 are the last leaf under its h-th ancestor (the
+    leaf itself at h = 0) and that ancestor's NCP, leaves(node) / leaves(root); past the root
+    (+inf, 1). H = the deepest leaf's depth + 1. O(leaves · H)."""
     dc = leaf_off.shape[0] - 1
-    pair_off = np.zeros(dc, dtype=np.int64)
-    pair_w = np.zeros(dc, dtype=np.int64)
-    total = 0
+    H = 1
     for t in range(dc):
-        L = leaf_off[t + 1] - leaf_off[t]
-        if L <= max_leaves:
-            pair_off[t] = total
-            pair_w[t] = L
-            total += L * L
-    pair = np.zeros(total)
+        no = node_off[t]
+        for i in range(leaf_off[t], leaf_off[t + 1]):
+            u = leaf_node[i]
+            h = 1
+            while parent[no + u] >= 0:
+                u = parent[no + u]
+                h += 1
+            H = max(H, h)
+    base = np.empty(dc, dtype=np.int64)
+    ch = np.empty((max(leaf_off[dc], 1), 2 * H))
     for t in range(dc):
-        L = pair_w[t]
-        for a in range(L):
-            for b in range(a, L):
-                pair[pair_off[t] + a * L + b] = _cat_ncp(a, b, t, leaf_node, leaf_off, parent,
-                                                         leaf_hi, n_leaves, node_off)
-    return pair, pair_off, pair_w
+        no = node_off[t]
+        base[t] = leaf_off[t]
+        for i in range(leaf_off[t], leaf_off[t + 1]):
+            u = np.int64(leaf_node[i])
+            h = 0
+            while h < H:
+                if u >= 0:
+                    ch[i, 2 * h] = leaf_hi[no + u]
+                    ch[i, 2 * h + 1] = n_leaves[no + u] / n_leaves[no]
+                    u = parent[no + u]
+                else:
+                    ch[i, 2 * h] = np.inf
+                    ch[i, 2 * h + 1] = 1.0
+                h += 1
+    return base, ch
 
 
 @njit
-def _ncp_fast(j, lo, hi, dn, scale, gmin, pair, pair_off, pair_w, leaf_node, leaf_off, parent,
-              leaf_hi, n_leaves, node_off):
+def _ncp_fast(j, lo, hi, dn, scale, gmin, base, ch):
+    """NCP of the range [lo, hi] of dimension j, divided by scale[j] (a numeric range over its
+    width, 1 with a NULL; a categorical range: its LCA's leaves over the root's, 0 for one
+    leaf, read off the chain of leaf lo: its first ancestor whose last leaf reaches hi)."""
     if j < dn:
         if lo < gmin[j]:
             return 1.0
         return (hi - lo) / scale[j]
-    t = j - dn
-    L = pair_w[t]  # categorical scale[j] = 1 / the QI's weight (1 without weights :=)
-    if L > 0:
-        return pair[pair_off[t] + np.int64(lo) * L + np.int64(hi)] / scale[j]
-    return _cat_ncp(np.int64(lo), np.int64(hi), t, leaf_node, leaf_off, parent, leaf_hi,
-                    n_leaves, node_off) / scale[j]
+    if lo == hi:
+        return 0.0
+    r = base[j - dn] + np.int64(lo)
+    h = 0
+    while ch[r, h] < hi:
+        h += 2
+    return ch[r, h + 1] / scale[j]
 
 
 @njit
-def _merged_cost(w1, lo1, hi1, w2, lo2, hi2, bound, dn, scale, gmin, pair, pair_off, pair_w,
-                 leaf_node, leaf_off, parent, leaf_hi, n_leaves, node_off):
+def _merged_cost(w1, lo1, hi1, w2, lo2, hi2, bound, dn, scale, gmin, base, ch):
     """(w1 + w2) * sum_j NCP_j(box1 U box2); stops early (returns inf) once it exceeds bound."""
     d = lo1.shape[0]
     w = w1 + w2
@@ -74,16 +77,14 @@ def _merged_cost(w1, lo1, hi1, w2, lo2, hi2, bound, dn, scale, gmin, pair, pair_
     for j in range(d):
         a = min(lo2[j], lo1[j])
         b = max(hi2[j], hi1[j])
-        s += _ncp_fast(j, a, b, dn, scale, gmin, pair, pair_off, pair_w, leaf_node, leaf_off,
-                       parent, leaf_hi, n_leaves, node_off)
+        s += _ncp_fast(j, a, b, dn, scale, gmin, base, ch)
         if w * s > bound:
             return np.inf
     return w * s
 
 
 @njit
-def _side_costs(X, rows, order, reverse, dn, scale, gmin, pair, pair_off, pair_w, leaf_node,
-                leaf_off, parent, leaf_hi, n_leaves, node_off, out):
+def _side_costs(X, rows, order, reverse, dn, scale, gmin, base, ch, out):
     """out[i] = sum of NCP over dims of the first i+1 rows of ``order`` (from the end when
     ``reverse``): running min/max per dim, O(m·d·height)."""
     m = order.shape[0]
@@ -99,14 +100,12 @@ def _side_costs(X, rows, order, reverse, dn, scale, gmin, pair, pair_off, pair_w
                 lo[j] = v
             if i == 0 or v > hi[j]:
                 hi[j] = v
-            s += _ncp_fast(j, lo[j], hi[j], dn, scale, gmin, pair, pair_off, pair_w, leaf_node,
-                           leaf_off, parent, leaf_hi, n_leaves, node_off)
+            s += _ncp_fast(j, lo[j], hi[j], dn, scale, gmin, base, ch)
         out[i] = s
 
 
 @njit
-def _best_split(X, rows, k, dn, scale, gmin, pair, pair_off, pair_w, leaf_node, leaf_off, parent,
-                leaf_hi, n_leaves, node_off, left, right, at_ties):
+def _best_split(X, rows, k, dn, scale, gmin, base, ch, left, right, at_ties):
     """(cost, dim, cut) of the cheapest split of ``rows`` into a prefix of ``cut`` rows and the
     rest in the order of dimension ``dim``, both sides >= k rows; cost = sum over sides of
     |side| * sum_j NCP_j(side). Cuts fall between distinct values of ``dim`` unless ``at_ties``.
@@ -123,10 +122,8 @@ def _best_split(X, rows, k, dn, scale, gmin, pair, pair_off, pair_w, leaf_node, 
         order = np.argsort(vals, kind="mergesort")
         if vals[order[0]] == vals[order[m - 1]]:
             continue
-        _side_costs(X, rows, order, False, dn, scale, gmin, pair, pair_off, pair_w, leaf_node,
-                    leaf_off, parent, leaf_hi, n_leaves, node_off, left)
-        _side_costs(X, rows, order, True, dn, scale, gmin, pair, pair_off, pair_w, leaf_node,
-                    leaf_off, parent, leaf_hi, n_leaves, node_off, right)
+        _side_costs(X, rows, order, False, dn, scale, gmin, base, ch, left)
+        _side_costs(X, rows, order, True, dn, scale, gmin, base, ch, right)
         for cut in range(k, m - k + 1):
             if not at_ties and vals[order[cut - 1]] == vals[order[cut]]:
                 continue
@@ -147,8 +144,7 @@ def topdown_partition(X, k, dn, scale, gmin, leaf_node, leaf_off, parent, leaf_h
     ``seg_start`` int64 (S+1,) IN (every initial segment has >= k rows). Classes have >= k rows.
     O(d·n·log n + d²·n·h) per level of the split tree."""
     n = X.shape[0]
-    pair, pair_off, pair_w = pair_tables(leaf_node, leaf_off, parent, leaf_hi, n_leaves,
-                                         node_off, 2048)
+    base, ch = ncp_chains(leaf_node, leaf_off, parent, leaf_hi, n_leaves, node_off)
     ec = np.empty(n, dtype=np.int64)
     left = np.empty(n)
     right = np.empty(n)
@@ -170,13 +166,11 @@ def topdown_partition(X, k, dn, scale, gmin, leaf_node, leaf_off, parent, leaf_h
         cut = 0
         if m >= 2 * k:
             rows = idx[a:b]
-            _cost, j, cut = _best_split(X, rows, k, dn, scale, gmin, pair, pair_off, pair_w,
-                                       leaf_node, leaf_off, parent, leaf_hi, n_leaves, node_off,
-                                       left, right, False)
+            _cost, j, cut = _best_split(X, rows, k, dn, scale, gmin, base, ch, left, right,
+                                        False)
             if j < 0:
-                _cost, j, cut = _best_split(X, rows, k, dn, scale, gmin, pair, pair_off, pair_w,
-                                           leaf_node, leaf_off, parent, leaf_hi, n_leaves,
-                                           node_off, left, right, True)
+                _cost, j, cut = _best_split(X, rows, k, dn, scale, gmin, base, ch, left, right,
+                                            True)
         if j < 0:
             for i in range(a, b):
                 ec[idx[i]] = n_classes
@@ -202,8 +196,7 @@ def join_cheapest(X, ec, n_groups, rows, dn, scale, gmin, leaf_node, leaf_off, p
     (rows * sum_j NCP_j of its box) it raises least, one row at a time. ec int64 (n,) IN/OUT,
     groups 0..n_groups-1 (each non-empty). O((n + |rows| * n_groups) * d)."""
     n, d = X.shape
-    pair, pair_off, pair_w = pair_tables(leaf_node, leaf_off, parent, leaf_hi, n_leaves,
-                                         node_off, 2048)
+    base, ch = ncp_chains(leaf_node, leaf_off, parent, leaf_hi, n_leaves, node_off)
     glo = np.full((n_groups, d), np.inf)
     ghi = np.full((n_groups, d), -np.inf)
     gw = np.zeros(n_groups, dtype=np.int64)
@@ -222,11 +215,9 @@ def join_cheapest(X, ec, n_groups, rows, dn, scale, gmin, leaf_node, leaf_off, p
         bg = 0
         for g in range(n_groups):
             cur = _merged_cost(gw[g], glo[g], ghi[g], 0, glo[g], ghi[g], np.inf, dn, scale, gmin,
-                               pair, pair_off, pair_w, leaf_node, leaf_off, parent, leaf_hi,
-                               n_leaves, node_off)
+                               base, ch)
             c = _merged_cost(gw[g], glo[g], ghi[g], 1, X[r], X[r], cur + best, dn, scale, gmin,
-                             pair, pair_off, pair_w, leaf_node, leaf_off, parent, leaf_hi,
-                             n_leaves, node_off)
+                             base, ch)
             if c - cur < best:
                 best = c - cur
                 bg = g
