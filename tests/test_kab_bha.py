@@ -549,15 +549,17 @@ def test_kab_stars_use_the_height_cost_from_large_k(k):
         kab.run(data, k, 0, {"stars": 3, "iterations": 2, "init": "kmember"}).ec), k, 4))
 
 
-def test_kab_large_k_budget_bounds_the_reborn_share_and_the_moves():
-    """From LARGE_K on the search runs on LARGE_K_BUDGET: reborn shares drawn in its range, and
-    no move tries more than ``patience`` clusters in a row without an exchange (so a move that
-    kept nothing tried at most ``patience`` clusters)."""
+@pytest.mark.parametrize("k", [kab.MID_K, kab.LARGE_K])
+def test_kab_budget_bounds_the_reborn_share_and_the_moves(k):
+    """From MID_K on the search runs on a smaller budget (LARGE_K_BUDGET from LARGE_K): reborn
+    shares drawn in its range, and no move tries more than ``patience`` clusters in a row
+    without an exchange (so a move that kept nothing tried at most ``patience`` clusters)."""
     rng = np.random.default_rng(5)
-    k = kab.LARGE_K
     data = naive.random_qidata(rng, 3000, 2, 2, max_leaves=8)
-    budget = kab.LARGE_K_BUDGET
-    assert budget != _blackhole.BUDGET
+    budget = kab.budget(k)
+    assert budget == (kab.LARGE_K_BUDGET if k >= kab.LARGE_K else kab.MID_K_BUDGET)
+    assert kab.budget(kab.MID_K - 1) == _blackhole.BUDGET
+    assert budget.patience < _blackhole.BUDGET.patience
     info = kab.run(data, k, 1, {"stars": 3, "iterations": 6, "init": "kmember"}).info
     reborn = [t["reborn_share"] for t in info["trace"] if t.get("replaced")]
     assert reborn and all(budget.rebirth_share[0] <= x <= budget.rebirth_share[1]
