@@ -36,6 +36,7 @@ import json
 import re
 
 from .errors import InvalidParameterError
+from .output_sql import CLASS_ITEMS
 from .published import bound_columns
 from .relation import Source
 from .sqlutil import quote_ident, split_qualified
@@ -120,9 +121,11 @@ def caller_sql(name: str, args: dict) -> str:
     cls_cols, raw_cols, pub_cols, cells = [], [], [], []
     for j, q in enumerate(qi):
         s = f"r.slots[{j + 1}]"
-        cls_cols += [f"c.lo_i[{s}] AS __kanon_q{j}_loi", f"c.hi_i[{s}] AS __kanon_q{j}_hii",
-                     f"c.lo_f[{s}] AS __kanon_q{j}_lof", f"c.hi_f[{s}] AS __kanon_q{j}_hif",
-                     f"c.labels[{s}] AS __kanon_q{j}_lab"]
+        cls_cols += [f"unnest(c.lo_i[{s}]) AS __kanon_q{j}_loi",
+                     f"unnest(c.hi_i[{s}]) AS __kanon_q{j}_hii",
+                     f"unnest(c.lo_f[{s}]) AS __kanon_q{j}_lof",
+                     f"unnest(c.hi_f[{s}]) AS __kanon_q{j}_hif",
+                     f"unnest(c.labels[{s}]) AS __kanon_q{j}_lab"]
         raw_cols.append(one(q))
         pub_cols += [f"__kanon_bound({one(q)}, __kanon_q{j}_loi, __kanon_q{j}_lof) AS '{lo_pat}'",
                      f"__kanon_bound({one(q)}, __kanon_q{j}_hii, __kanon_q{j}_hif) AS '{hi_pat}'",
@@ -144,10 +147,9 @@ __kanon_res AS MATERIALIZED (
     SELECT __kanon_run_rows({_string(json.dumps(args))}, h.names, h.types, h.rows) AS r
     FROM ({handover_sql('__kanon_src')}) h
 ),
-__kanon_cls AS (
-    SELECT c.ec AS __kanon_cec, c.size AS __kanon_csize, c.suppressed AS __kanon_csup,
-           {', '.join(cls_cols)}
-    FROM (SELECT unnest(r.classes) AS c, r FROM __kanon_res)
+__kanon_cls AS (   -- a QI's lists not of its kind are out of range: NULL, padded
+    SELECT {CLASS_ITEMS}, {', '.join(cls_cols)}
+    FROM (SELECT r.classes AS c, r FROM __kanon_res)
 ),
 __kanon_rows AS (
     SELECT struct_pack(COLUMNS(*)) AS '__kanon_s_\\0', {', '.join(raw_cols)},

@@ -24,15 +24,22 @@ def sql_string(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+# SELECT items of the per-class table over RUN_TYPE's column-major ``classes`` value ``c``:
+# class id, size and suppression (published_layout adds the published values)
+CLASS_ITEMS = ("unnest(c.ec) AS __kanon_cec, unnest(c.size) AS __kanon_csize, "
+               "unnest(c.suppressed) AS __kanon_csup")
+
+
 def _as_type(bound: str, typ: str, integer: bool) -> str:
     """A bound of the run's lists (BIGINT for integer QIs, else DOUBLE) as SQL type ``typ``."""
     return bound if typ == ("BIGINT" if integer else "DOUBLE") else f"CAST({bound} AS {typ})"
 
 
 def published_layout(plan: QIPlan) -> tuple[list, list]:
-    """(SELECT items of the per-class table over a class struct ``c`` of RUN_TYPE's classes,
-    the output columns before ``ec``: (name, per-class column publishing it, or None for the
-    source column of that name unchanged)), in the relation's column order."""
+    """(SELECT items of the per-class table over RUN_TYPE's ``classes`` value ``c`` (one unnest
+    per published column, beside ``CLASS_ITEMS``), the output columns before ``ec``: (name,
+    per-class column publishing it, or None for the source column of that name unchanged)), in
+    the relation's column order."""
     floats = [c for c in plan.numeric if c not in plan.integer]
     cls_cols, layout = [], []
     for i, c in enumerate(plan.columns):
@@ -41,13 +48,13 @@ def published_layout(plan: QIPlan) -> tuple[list, list]:
             lo, hi = ("lo_i", "hi_i") if integer else ("lo_f", "hi_f")
             j = (plan.integer.index(c) if integer else floats.index(c)) + 1
             typ = bound_type(plan.types[c], integer)
-            cls_cols += [f"{_as_type(f'c.{lo}[{j}]', typ, integer)} AS __kanon_q{i}_min",
-                         f"{_as_type(f'c.{hi}[{j}]', typ, integer)} AS __kanon_q{i}_max"]
+            cls_cols += [f"{_as_type(f'unnest(c.{lo}[{j}])', typ, integer)} AS __kanon_q{i}_min",
+                         f"{_as_type(f'unnest(c.{hi}[{j}])', typ, integer)} AS __kanon_q{i}_max"]
             lo_name, hi_name = bound_columns(c)
             layout += [(lo_name, f"__kanon_q{i}_min"), (hi_name, f"__kanon_q{i}_max")]
         elif c in plan.categorical:
             j = plan.categorical.index(c) + 1
-            cls_cols.append(f"c.labels[{j}] AS __kanon_q{i}")
+            cls_cols.append(f"unnest(c.labels[{j}]) AS __kanon_q{i}")
             layout.append((c, f"__kanon_q{i}"))
         else:
             layout.append((c, None))
@@ -65,10 +72,8 @@ def output_sql(plan: QIPlan, run_expr: str) -> str:
     # the materialized run costs about 2 ms of planning, the token's is the one left
     return f"""WITH __kanon_res AS MATERIALIZED (SELECT {run_expr} AS r),
 __kanon_cls AS (
-    SELECT c.ec AS __kanon_cec, c.size AS __kanon_csize, c.suppressed AS __kanon_csup,
-           run_id AS __kanon_crun, n_rows AS __kanon_cn,
-           {', '.join(cls_cols) or 'NULL AS __kanon_none'}
-    FROM (SELECT unnest(r.classes) AS c, r.run_id AS run_id, r.n_rows AS n_rows FROM __kanon_res)
+    SELECT {CLASS_ITEMS}, run_id AS __kanon_crun, n_rows AS __kanon_cn{''.join(', ' + x for x in cls_cols)}
+    FROM (SELECT r.classes AS c, r.run_id AS run_id, r.n_rows AS n_rows FROM __kanon_res)
 ),
 __kanon_rows AS (
     SELECT *, __kanon_ec((SELECT r.token FROM __kanon_res), {row_key_sql(plan)}) AS __kanon_ec

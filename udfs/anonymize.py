@@ -20,22 +20,32 @@ import pyarrow as pa
 
 from kanon_duckdb import interrupt
 from kanon_duckdb.arrowconv import cast, from_numpy, repeat_string, strings, to_numpy
-from kanon_duckdb.arrowconv import take as arrow_take
 from kanon_duckdb.udf_spec import UDF, UdfContext, first_value
 
 RUN_TYPE = ("STRUCT(run_id BIGINT, token BIGINT, n_rows BIGINT, "
-            "classes STRUCT(ec BIGINT, size BIGINT, suppressed BOOLEAN, lo_i BIGINT[], hi_i BIGINT[], "
-            "lo_f DOUBLE[], hi_f DOUBLE[], labels VARCHAR[])[])")
+            "classes STRUCT(ec BIGINT[], size BIGINT[], suppressed BOOLEAN[], lo_i BIGINT[][], "
+            "hi_i BIGINT[][], lo_f DOUBLE[][], hi_f DOUBLE[][], labels VARCHAR[][]))")
 
 
-def _list_of(values: pa.Array, n_rows: int, width: int) -> pa.Array:
-    offsets = from_numpy(np.arange(0, (n_rows + 1) * width, width, dtype=np.int32)
-                         if width else np.zeros(n_rows + 1, np.int32), pa.int32())
-    return pa.ListArray.from_arrays(offsets, values)
+def _one_list(values: pa.Array) -> pa.Array:
+    """A ListArray of one row holding ``values``."""
+    return pa.ListArray.from_arrays(from_numpy(np.array([0, len(values)], dtype=np.int32), pa.int32()),
+                                    values)
+
+
+def _columns_list(values: pa.Array, n_classes: int, width: int) -> pa.Array:
+    """One row of ``width`` lists of ``n_classes`` values each (``values`` column-major)."""
+    offsets = from_numpy(np.arange(0, (width + 1) * n_classes, n_classes, dtype=np.int32)
+                         if n_classes else np.zeros(width + 1, np.int32), pa.int32())
+    return _one_list(pa.ListArray.from_arrays(offsets, values))
 
 
 def classes_arrow(res) -> pa.StructArray:
-    """The per-class published values of an AnonymizationResult (RUN_TYPE's ``classes``)."""
+    """The per-class published values of an AnonymizationResult (RUN_TYPE's ``classes``): one
+    row, column-major: ``ec``/``size``/``suppressed`` list every class, ``lo_i[j]`` the lower
+    bounds of the j-th integer QI over the classes (``hi_i``, ``lo_f``/``hi_f`` for the other
+    numeric QIs, ``labels`` the categorical ones), so SQL reads the class table with one unnest
+    per column instead of a struct per class. O(classes x QIs)."""
     g, plan, data = res.generalized, res.plan, res.data
     C = g.n_classes
     num_names = data.num_names
@@ -48,50 +58,38 @@ def classes_arrow(res) -> pa.StructArray:
             pairs = [data.codec(j).decode_int(src[:, j]) if data.codec(j) is not None
                      else (np.where(np.isnan(src[:, j]), 0, src[:, j]).astype(np.int64),
                            np.isnan(src[:, j])) for j in cols]
-            vals = np.stack([p[0] for p in pairs], axis=1) if cols else np.zeros((C, 0), np.int64)
-            mask = np.stack([p[1] for p in pairs], axis=1) if cols else np.zeros((C, 0), bool)
-            arr = from_numpy(vals.reshape(-1), pa.int64(), mask=mask.reshape(-1))
+            vals = np.concatenate([p[0] for p in pairs]) if cols else np.zeros(0, np.int64)
+            mask = np.concatenate([p[1] for p in pairs]) if cols else np.zeros(0, bool)
+            arr = from_numpy(vals, pa.int64(), mask=mask)
         else:
-            vals = (np.stack([data.decode_float(j, src[:, j]) for j in cols], axis=1) if cols
-                    else np.zeros((C, 0)))
-            flat = vals.reshape(-1)
-            arr = from_numpy(flat, pa.float64(), mask=np.isnan(flat))
-        return _list_of(arr, C, len(cols))
+            vals = (np.concatenate([data.decode_float(j, src[:, j]) for j in cols]) if cols
+                    else np.zeros(0))
+            arr = from_numpy(vals, pa.float64(), mask=np.isnan(vals))
+        return _columns_list(arr, C, len(cols))
 
-    labels_flat = []
-    if data.dc:
-        # dictionary-decode node ids per tree to labels
-        cols = []
-        for j, t in enumerate(data.trees):
-            dictionary = strings(t.labels)
-            cols.append(cast(pa.DictionaryArray.from_arrays(from_numpy(g.nodes[:, j], pa.int32()),
-                                                            dictionary), pa.string()))
-        # interleave: class-major order
-        take = np.arange(C * data.dc).reshape(C, data.dc).T.reshape(-1)
-        stacked = pa.concat_arrays(cols)
-        order = np.empty(C * data.dc, dtype=np.int64)
-        order[take] = np.arange(C * data.dc)
-        labels_flat = arrow_take(stacked, from_numpy(order, pa.int64()))
-    else:
-        labels_flat = strings([])
+    # node ids per tree, dictionary-decoded to labels, tree after tree
+    labels = (pa.concat_arrays([
+        cast(pa.DictionaryArray.from_arrays(from_numpy(g.nodes[:, j], pa.int32()),
+                                            strings(t.labels)), pa.string())
+        for j, t in enumerate(data.trees)]) if data.dc else strings([]))
     sup = np.zeros(C, dtype=bool)
     if g.suppressed is not None:
         sup = np.bincount(g.ec, weights=g.suppressed.astype(np.float64), minlength=C) > 0
-    classes = pa.StructArray.from_arrays(
-        [from_numpy(np.arange(C), pa.int64()), from_numpy(g.size, pa.int64()), from_numpy(sup, pa.bool_()),
+    return pa.StructArray.from_arrays(
+        [_one_list(from_numpy(np.arange(C), pa.int64())),
+         _one_list(from_numpy(np.asarray(g.size, dtype=np.int64), pa.int64())),
+         _one_list(from_numpy(sup, pa.bool_())),
          num_lists(int_cols, g.lo, True), num_lists(int_cols, g.hi, True),
          num_lists(flt_cols, g.lo, False), num_lists(flt_cols, g.hi, False),
-         _list_of(labels_flat, C, data.dc)],
+         _columns_list(labels, C, data.dc)],
         names=["ec", "size", "suppressed", "lo_i", "hi_i", "lo_f", "hi_f", "labels"])
-    return classes
 
 
 def run_value(run_id: int, token: int, n_rows: int, classes: pa.StructArray) -> pa.StructArray:
-    """The RUN_TYPE value (one row)."""
-    one = pa.ListArray.from_arrays(from_numpy(np.array([0, len(classes)]), pa.int32()), classes)
+    """The RUN_TYPE value (one row) of ``classes`` (``classes_arrow``)."""
     return pa.StructArray.from_arrays(
         [from_numpy(np.array([run_id]), pa.int64()), from_numpy(np.array([token]), pa.int64()),
-         from_numpy(np.array([n_rows]), pa.int64()), one],
+         from_numpy(np.array([n_rows]), pa.int64()), classes],
         names=["run_id", "token", "n_rows", "classes"])
 
 

@@ -21,7 +21,7 @@ as large as the table).
 from __future__ import annotations
 
 
-CLASS = "__kanon_cec"     # class id column of the tuple map and the class table
+CLASS = "__kanon_cec"     # class id column of the tuple map and the class table (CLASS_ITEMS)
 KEY = "__kanon_tkey"      # 64-bit key of a row's QI tuple (tuple_key)
 BUCKET = "__kanon_bucket"  # bucket of the key: the unit of the guard's check on the workers
 
@@ -90,7 +90,7 @@ def anonymize_lattice(df, k, plan, edges, algorithm, seed, params, arrow_schema,
     from ..anonymize import anonymize
     from ..encoding import row_key_sql
     from ..errors import DataError
-    from ..output_sql import published_layout
+    from ..output_sql import CLASS_ITEMS, published_layout
     from ..relation import resolve_source
     from ..udfs.anonymize import classes_arrow
     from . import _guard
@@ -125,8 +125,7 @@ def anonymize_lattice(df, k, plan, edges, algorithm, seed, params, arrow_schema,
         del hist
         cls_cols, layout = published_layout(plan)
         con.register("__kanon_classes", pa.table({"c": classes_arrow(res)}))
-        classes = con.sql(f"SELECT c.ec AS {CLASS}, c.size AS __kanon_csize, "
-                          f"c.suppressed AS __kanon_csup{''.join(', ' + x for x in cls_cols)} "
+        classes = con.sql(f"SELECT {CLASS_ITEMS}{''.join(', ' + x for x in cls_cols)} "
                           f"FROM __kanon_classes").to_arrow_table()
         details = dict(res.partition.info)
         del res
