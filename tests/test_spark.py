@@ -1,4 +1,5 @@
-"""kanon_duckdb.spark in Spark local[2] (issue 15, item 2).
+"""kanon_duckdb.spark in Spark local[2] (issue 15, item 2), and once (slow) in
+local-cluster[2,1,1024] in a subprocess (separate executor JVMs and Python workers).
 
 Skipped with the reason when PySpark or Java is missing, unless CI requires the extra
 (``KANON_REQUIRE_EXTRAS`` lists pyspark): then a missing piece fails. One SparkSession for the
