@@ -168,6 +168,20 @@ def _moved(P, hist, ok, c, n_after, r_out, r_in, scr):
 
 
 @njit
+def _insert(keys, ids, cnt, cap, v, x):
+    """Insert (v, x) into keys/ids (cnt <= cap entries, ascending keys), dropping the largest
+    entry when full; returns the new count."""
+    p = cnt if cnt < cap else cap - 1
+    while p > 0 and keys[p - 1] > v:
+        keys[p] = keys[p - 1]
+        ids[p] = ids[p - 1]
+        p -= 1
+    keys[p] = v
+    ids[p] = x
+    return min(cnt + 1, cap)
+
+
+@njit
 def _kd_knn(Pt, Q, leaf, ask):
     """For every row A of Pt (C, d) with ask[A], the Q nearest other rows by L1 distance: int64
     (C, Q), nearest first, -1 padded (rows not asked: all -1). A KD-tree (median cuts on the widest dimension, ``leaf`` points per leaf)
@@ -269,15 +283,8 @@ def _kd_knn(Pt, Q, leaf, ask):
                         t += abs(Pt[A, j] - Pt[B, j])
                         if t >= bd[Q - 1]:
                             break
-                    if t >= bd[Q - 1]:
-                        continue
-                    p = Q - 1
-                    while p > 0 and bd[p - 1] > t:
-                        bd[p] = bd[p - 1]
-                        out[A, p] = out[A, p - 1]
-                        p -= 1
-                    bd[p] = t
-                    out[A, p] = B
+                    if t < bd[Q - 1]:
+                        _insert(bd, out[A], Q, Q, t, B)
                 continue
             jj = ndim[u]
             x = Pt[A, jj]
@@ -340,15 +347,7 @@ def _neighbours(C, M, rd, S, dn, scale, gmin, base, ch, span, QF, nbt, nbc):
             v = w * s - cost[A] - cost[B]
             if cnt == M and v >= bi[M - 1]:
                 continue
-            p = cnt if cnt < M else M - 1
-            while p > 0 and bi[p - 1] > v:
-                bi[p] = bi[p - 1]
-                nbt[A, p] = nbt[A, p - 1]
-                p -= 1
-            bi[p] = v
-            nbt[A, p] = B
-            if cnt < M:
-                cnt += 1
+            cnt = _insert(bi, nbt[A], cnt, M, v, B)
         nbc[A] = cnt
 
 
