@@ -36,7 +36,6 @@ import json
 import re
 
 from .errors import InvalidParameterError
-from .output_sql import CLASS_ITEMS
 from .published import bound_columns
 from .relation import Source
 from .sqlutil import quote_ident, split_qualified
@@ -105,6 +104,9 @@ def handover_sql(src: str) -> str:
 def caller_sql(name: str, args: dict) -> str:
     """The statement publishing a run of ``args`` (checked arguments, ``args['qi']`` the QI
     names as the user wrote them) on the relation ``name``, read in the caller's query."""
+    # here, not at import: output_sql imports encoding and numba, which connect() must not
+    from .output_sql import CLASS_ITEMS
+
     qi = list(args["qi"])
     lows = [q.lower() for q in qi]
     for q in qi:  # a bound column of one QI named like another QI: two columns of one name
