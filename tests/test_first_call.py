@@ -22,8 +22,13 @@ import kanon_duckdb
 from kanon_duckdb.demo import DEFAULT_QI, k_anonymize_sql
 con = kanon_duckdb.connect()
 kanon_duckdb.load_example(con)
+table = "adult"
+if sys.argv[2:] == ["float"]:  # a DOUBLE QI: Mondrian codes it by rank
+    table = "adult_f"
+    con.execute("CREATE TABLE adult_f AS SELECT * REPLACE (age + 0.25 * (hours_per_week % 4) "
+                "AS age) FROM adult")
 n = con.execute("SELECT count(*), count(DISTINCT ec) FROM ("
-                + k_anonymize_sql("adult", 10, sys.argv[1], DEFAULT_QI) + ")").fetchall()[0]
+                + k_anonymize_sql(table, 10, sys.argv[1], DEFAULT_QI) + ")").fetchall()[0]
 import numba.np.arraymath
 watched = ["pandas", "scipy.linalg", "pyarrow.compute"] + [f"kanon_duckdb.algorithms.{f}"
                                         for f in ("mondrian", "clustering", "lattice", "bottomup")]
@@ -33,9 +38,9 @@ con.close()
 """
 
 
-def _first_call(algo: str) -> dict:
+def _first_call(algo: str, *extra: str) -> dict:
     env = {**os.environ, "KANON_DUCKDB_PRELOAD": "0"}
-    out = subprocess.run([sys.executable, "-c", FIRST_CALL, algo], capture_output=True,
+    out = subprocess.run([sys.executable, "-c", FIRST_CALL, algo, *extra], capture_output=True,
                          text=True, check=True, env=env)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -47,6 +52,15 @@ def test_first_call_loads_its_family_only_and_neither_pandas_nor_scipy_linalg(al
     assert r["rows"] == 30162 and r["classes"] > 1
     assert r["loaded"] == [f"kanon_duckdb.algorithms.{family}"]
     assert r["blas"] is True  # scipy is installed here: numba's BLAS check still succeeds
+
+
+def test_a_float_qi_ranked_by_mondrian_imports_neither_pandas_nor_pyarrow_compute():
+    # _rank_codes went through pa.array(numpy), which imports pandas, and pyarrow.compute:
+    # about 1 s of CPU in the first call (or in the background preload, whose warm-up table
+    # has a DOUBLE QI, taking the GIL from the caller's first call)
+    r = _first_call("mondrian", "float")
+    assert r["rows"] == 30162 and r["classes"] > 1
+    assert r["loaded"] == ["kanon_duckdb.algorithms.mondrian"]
 
 
 def test_scipy_linalg_imports_as_usual_after_the_blas_check():
