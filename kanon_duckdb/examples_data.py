@@ -137,12 +137,14 @@ def _adult_taxonomies(con) -> None:
 
 
 def _check_adult_coverage(con, table: str = "adult", columns=ADULT_COLUMNS) -> None:
-    """One SQL pass: every non-NULL value of every column of the example ``table`` is a leaf of
-    its tree."""
-    cols = ", ".join(f"CAST({c} AS VARCHAR) AS {c}" for c in columns)
+    """One SQL statement: every non-NULL value of every column of the example ``table`` is a
+    leaf of its tree. Each column's distinct values are found in its own type and only they are
+    cast to text (an UNPIVOT of every row cast to text cost 1.6x the CPU on Adult)."""
+    distinct = " UNION ALL ".join(
+        f"SELECT '{c}' AS attr, CAST({c} AS VARCHAR) AS value FROM "
+        f"(SELECT DISTINCT {c} FROM {table} WHERE {c} IS NOT NULL)" for c in columns)
     bad = con.execute(
-        f"WITH v AS (SELECT DISTINCT attr, value FROM (UNPIVOT (SELECT {cols} FROM {table}) "
-        f"ON COLUMNS(*) INTO NAME attr VALUE value)), "
+        f"WITH v AS ({distinct}), "
         f"leaves AS (SELECT attr, child FROM {store.TABLE} t WHERE NOT EXISTS ("
         f"SELECT 1 FROM {store.TABLE} u WHERE u.attr = t.attr AND u.parent = t.child)) "
         f"SELECT attr, value FROM v ANTI JOIN leaves ON v.attr = leaves.attr "
