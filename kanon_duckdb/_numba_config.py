@@ -15,13 +15,15 @@ import sys  # noqa: E402
 def _blas_check_without_scipy_linalg() -> None:
     """Let numba find scipy's BLAS without importing all of ``scipy.linalg``.
 
-    numba's first compile or cache load imports ``numba.np.arraymath``, which checks for BLAS
-    by importing ``scipy.linalg.cython_blas``: the whole ``scipy.linalg`` package (0.1-0.4 s of
-    a first call, for kernels that use no BLAS). Here the two Cython modules are loaded on their
-    own while arraymath runs that check (same answer: BLAS available when scipy is), then taken
-    out of ``sys.modules`` so a later ``import scipy.linalg`` is exactly the usual one (numba
-    re-imports them that way when it compiles a BLAS call). Nothing is done when scipy is absent
-    or ``scipy.linalg`` is already imported."""
+    numba's first compile imports ``numba.np.arraymath`` (its context refresh), which checks for
+    BLAS by importing ``scipy.linalg.cython_blas``: the whole ``scipy.linalg`` package (0.1-0.4 s,
+    for kernels that use no BLAS). Here the two Cython modules are loaded on their own while
+    arraymath runs that check (same answer: BLAS available when scipy is), then taken out of
+    ``sys.modules`` so a later ``import scipy.linalg`` is exactly the usual one (numba re-imports
+    them that way when it compiles a BLAS call). Nothing is done when scipy is absent or
+    ``scipy.linalg`` or arraymath is already imported. Run by :class:`_BeforeCompile` when numba
+    first compiles: loading cached kernels needs neither arraymath nor the check (about 0.05 s of
+    CPU of every first call and of the background preload)."""
     if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules:
         return
     try:
@@ -53,9 +55,7 @@ def _blas_check_without_scipy_linalg() -> None:
 
 
 import numba  # noqa: E402 - after the OpenMP setting
-
-_blas_check_without_scipy_linalg()
-
+from numba.core import event  # noqa: E402
 from numba.core.caching import FunctionCache  # noqa: E402
 from numba.core.runtime import rtsys  # noqa: E402
 
@@ -64,6 +64,21 @@ from numba.core.runtime import rtsys  # noqa: E402
 # here needs: about 1.5 s less of the demo path's cold compile (21-25 s CPU, shared machine)
 NJIT = dict(cache=True, nogil=True, no_cfunc_wrapper=True)
 NJIT_PARALLEL = dict(cache=True, nogil=True, parallel=True, no_cfunc_wrapper=True)
+
+
+class _BeforeCompile(event.Listener):
+    """Runs :func:`_blas_check_without_scipy_linalg` when numba starts a compile (any
+    dispatcher, any thread; before the compile's context refresh imports arraymath)."""
+
+    def on_start(self, _event):
+        if "numba.np.arraymath" not in sys.modules:
+            _blas_check_without_scipy_linalg()
+
+    def on_end(self, _event):
+        return None
+
+
+event.register("numba:compile", _BeforeCompile())
 
 
 class _LoadCache(FunctionCache):
