@@ -24,13 +24,14 @@ import numpy as np
 import pyarrow as pa
 
 from ._numba_config import njit
-from .arrowconv import dictionary_encode, filled, to_numpy, validity
+from .arrowconv import filled, to_numpy, validity
 from .qidata import QIData
 from .codec import PLAIN, NumericCodec, choose_int
 from .ncp import NULL_OFFSET, sentinel_ok
 from .published import check_output_names
 from .errors import ConcurrentChangeError, DataError, InvalidParameterError, UnknownObjectError
 from .relation import Source, resolve_source
+from .string_codes import StringCodes
 from .sqlutil import quote_ident
 from .taxonomy.store import read_indexes, resolve_tree_attr, taxonomy_attrs, validate_coverage
 from .taxonomy.tree import flat_index
@@ -194,9 +195,17 @@ def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False,
     row_counts = np.empty(n, dtype=np.int64) if histogram else None
     num = np.empty((n, dn), dtype=np.float64)
     num_null = np.zeros((n, dn), dtype=bool)
-    cat = np.empty((n, dc), dtype=np.int32)  # global dictionary codes first, leaf ordinals after
-    dicts = [{} for _ in range(dc)]  # per categorical QI: value -> code, in order of appearance
-    n_null = np.zeros(dc, dtype=np.int64)
+    # each QI's tree before the scan: a tree's leaves take codes 0..L-1 (their leaf ordinals)
+    # and NULL the code L (the NULL leaf's ordinal), so that the codes need no second pass
+    trees, tree_attrs, attrs = [], {}, taxonomy_attrs(con)
+    tree_qis = plan.categorical + (plan.numeric if need_num_trees else [])
+    chosen = {c: resolve_tree_attr(con, c, plan.table, taxonomies, attrs) for c in tree_qis}
+    indexes = read_indexes(con, chosen.values())  # every tree in one query
+    given = [indexes.get(chosen[c]) if chosen[c] is not None else None for c in plan.categorical]
+    leaves = [_leaf_labels(t) for t in given]
+    coders = [StringCodes(labels) for labels in leaves]
+    null_codes = [len(labels) if labels else -1 for labels in leaves]
+    cat = np.empty((n, dc), dtype=np.int32)  # codes of StringCodes, leaf ordinals after remap
     extra_chunks: list = [[] for _ in extra_columns]
     a = 0
     # below PARALLEL_ENCODE_ROWS rows the threads' start and hand-offs cost more than they save
@@ -209,21 +218,20 @@ def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False,
                     f"k_anonymize: the relation {plan.table!r} changed during the call (more rows "
                     f"than counted while encoding); run it again")
             rowid[a:b] = to_numpy(batch.column(0))
-            for j in range(dn):
-                fills[j].fill(batch.column(1 + j), a, b, num, num_null, j)
-            # dictionary encoding is the costly part; pyarrow releases the GIL: columns in parallel
-            encoded = list((pool.map if workers > 1 else map)(
-                dictionary_encode, [batch.column(1 + dn + j) for j in range(dc)]))
-            for j, enc in enumerate(encoded):
-                n_null[j] += enc.indices.null_count
-                glob = np.array([dicts[j].setdefault(v, len(dicts[j]))
-                                 for v in enc.dictionary.to_pylist()] + [-1], dtype=np.int32)
-                _gather_column(glob, filled(enc.indices, len(glob) - 1),
-                               cat[a:b], j)
-            for i in range(len(extra_columns)):
-                extra_chunks[i].append(batch.column(1 + dn + dc + i))
             if histogram:
                 row_counts[a:b] = to_numpy(batch.column(batch.num_columns - 1))
+            for j in range(dn):
+                fills[j].fill(batch.column(1 + j), a, b, num, num_null, j)
+            weights = row_counts[a:b] if histogram else None
+            # numba releases the GIL: columns in parallel, each into its own contiguous buffer
+            # (threads writing neighbouring cells of ``cat`` would share cache lines)
+            parts = list((pool.map if workers > 1 else map)(
+                lambda j: _codes_of(coders[j], batch.column(1 + dn + j), null_codes[j], weights),
+                range(dc)))
+            for j, codes in enumerate(parts):
+                cat[a:b, j] = codes
+            for i in range(len(extra_columns)):
+                extra_chunks[i].append(batch.column(1 + dn + dc + i))
             a = b
     if a != n:
         raise ConcurrentChangeError(
@@ -234,27 +242,22 @@ def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False,
     for j in range(dn):
         codec, lo[j], hi[j] = fills[j].finish(num, num_null, j)
         codecs.append(codec)
-    trees, tree_attrs, attrs = [], {}, taxonomy_attrs(con)
-    tree_qis = plan.categorical + (plan.numeric if need_num_trees else [])
-    chosen = {c: resolve_tree_attr(con, c, plan.table, taxonomies, attrs) for c in tree_qis}
-    indexes = read_indexes(con, chosen.values())  # every tree in one query
     for j, c in enumerate(plan.categorical):
-        values = list(dicts[j])
-        codes = cat[:, j]
-        counts = np.bincount(codes[codes >= 0], weights=None if row_counts is None
-                             else row_counts[codes >= 0], minlength=len(values)).astype(np.int64)
-        attr = chosen[c]
-        tree = indexes.get(attr) if attr is not None else None
-        if attr is not None:
-            tree_attrs[c] = attr
+        coder, tree = coders[j], given[j]
+        values = coder.values()
+        if chosen[c] is not None:
+            tree_attrs[c] = chosen[c]
         if tree is None:
             tree = flat_index(c, sorted(values))
-        validate_coverage(tree, zip(values, counts))
-        if n_null[j] > 0:
+        validate_coverage(tree, zip(values, coder.counts().tolist()))
+        if coder.null_count > 0:
             tree = tree.with_null_leaf()
         lut = np.array([tree.leaf_of_label[v] for v in values] + [tree.leaf_of_label.get(None, -1)],
                        dtype=np.int32)
-        _remap_codes(lut, cat, j)
+        size = len(leaves[j])
+        if not (size and len(values) == size and np.array_equal(lut[:-1], np.arange(size))
+                and (coder.null_count == 0 or lut[-1] == size)):
+            _remap_codes(lut, cat, j)  # codes in order of appearance (no tree) -> leaf ordinals
         trees.append(tree)
     extra = {c: pa.concat_arrays(extra_chunks[i]) for i, c in enumerate(extra_columns)}
     is_int = np.array([c in plan.integer for c in plan.numeric], dtype=bool)
@@ -415,11 +418,22 @@ def _rank_fill(vals, ok, out, out_null, j):
     return values
 
 
-@njit
-def _gather_column(lut, codes, out, j):
-    """out[:, j] = lut[codes] (strided write into a row-major block)."""
-    for i in range(codes.shape[0]):
-        out[i, j] = lut[codes[i]]
+def _codes_of(coder: StringCodes, arr, null_code: int, weights) -> np.ndarray:
+    """int32 codes of the text array ``arr`` by ``coder`` (StringCodes.encode)."""
+    out = np.empty(len(arr), dtype=np.int32)
+    coder.encode(arr, out, null_code, weights)
+    return out
+
+
+def _leaf_labels(tree) -> list:
+    """The leaf labels of ``tree`` by leaf ordinal, or [] when there is no tree or its leaves
+    cannot be codes up front (a NULL leaf: the codes then go through the remap)."""
+    if tree is None or tree.has_null_leaf:
+        return []
+    labels = [None] * tree.leaf_count
+    for label, ordinal in tree.leaf_of_label.items():
+        labels[ordinal] = label
+    return labels if all(isinstance(v, str) for v in labels) else []
 
 
 def _check_numeric_text(con, plan, c):
