@@ -92,12 +92,16 @@ def render_help(text: str, scripts) -> str:
 
 
 def apply_comments(con, scripts) -> None:
-    """``COMMENT ON MACRO`` every documented macro of ``scripts`` on ``con`` (after they ran)."""
+    """``COMMENT ON MACRO`` every documented macro of ``scripts`` on ``con`` (after they ran),
+    in one statement batch."""
     kinds = {(r[0]): r[1] for r in con.execute(
         "SELECT DISTINCT function_name, function_type FROM duckdb_functions() "
         "WHERE function_type IN ('macro', 'table_macro')").fetchall()}
+    comments = []
     for name, doc in _all_docs(tuple(scripts)):
         if doc is None or name not in kinds:
             continue
         what = "MACRO TABLE" if kinds[name] == "table_macro" else "MACRO"
-        con.execute(f'COMMENT ON {what} "{name}" IS \'' + doc.replace("'", "''") + "'")
+        comments.append(f'COMMENT ON {what} "{name}" IS \'' + doc.replace("'", "''") + "'")
+    if comments:
+        con.execute(";\n".join(comments))

@@ -97,12 +97,17 @@ def register(con: duckdb.DuckDBPyConnection, *, progress: ProgressFn | None = No
     ctx = UdfContext(con=con, progress=progress or no_progress)
     for udf in declared_udfs(ctx):
         create(con, udf)
-    for _name, text in rendered_scripts():
-        con.execute(text)
+    scripts = rendered_scripts()
+    # numba and the default path's kernels load in the background from here, while DuckDB
+    # creates the macros below and the caller loads data: both run with the GIL released (the
+    # Python-heavy part of registration is done), so the first call finds them ready
+    from .warmup import preload_in_background
+    preload_in_background()
+    # one statement batch each (two GIL round trips instead of one per file and per comment:
+    # with the preload thread holding the GIL, each round trip waits up to a switch interval)
+    con.execute(";\n".join(text for _name, text in scripts))
     apply_comments(con, sql_scripts())  # each macro's doc comment becomes its DuckDB comment
     _open.add(con)
-    from .warmup import preload_in_background
-    preload_in_background()  # numba and the default kernels, so the first call is quick
     return con
 
 

@@ -33,6 +33,9 @@ SELECT (i % 70 + 17)::INTEGER AS age,
 FROM range({_WARMUP_ROWS}) t(i)
 """
 _WARMUP_QI = ["age", "score", "grp", "kind"]
+# the background preload's QIs: the default path's kernels for integer and text QIs (the
+# specializations Adult's first call loads, no more: a DOUBLE QI would add _fill_float)
+_PRELOAD_QI = ["age", "grp", "kind"]
 
 
 def _notice_listener(label: str):
@@ -143,14 +146,15 @@ def preload_in_background() -> None:
     """Import numba and load the default path's cached kernels in a background thread, once per
     process, so the first ``k_anonymize`` does not wait for them (about 0.5-0.7 s of CPU).
 
-    ``register()`` calls it when it is done: the thread imports numba, imports the package's
-    modules of the Mondrian path and runs it once on the 400-row warm-up
-    table, loading its kernels from numba's cache. It stops at the first kernel that would
-    compile (:func:`_cache_only`): it never compiles in the background. Started at the
-    beginning of ``register()`` instead, it slowed ``connect()`` more than it saved (both
-    threads hold the GIL while they import; bench_startup on the shared 2-core machine).
-    ``KANON_DUCKDB_PRELOAD=0`` turns it off. The thread is not a daemon: interpreter exit waits
-    for it (well under a second).
+    ``register()`` calls it once its Python-heavy part is done (UDF modules imported, functions
+    created), before DuckDB creates the macros: from there the caller's thread mostly runs
+    inside DuckDB with the GIL released (macros, comments, then typically loading data), so the
+    two overlap instead of taking turns on the GIL. The thread imports numba, imports the
+    package's modules of the Mondrian path and runs it once on the 400-row warm-up table
+    (integer and text QIs, :data:`_PRELOAD_QI`), loading its kernels from numba's cache. It
+    stops at the first kernel that would compile (:func:`_cache_only`): it never compiles in
+    the background. ``KANON_DUCKDB_PRELOAD=0`` turns it off. The thread is not a daemon:
+    interpreter exit waits for it (well under a second).
     """
     global _preload_thread
     import os
@@ -212,7 +216,7 @@ def _preload() -> None:
             try:
                 con.execute(_WARMUP_SQL)
                 with _cache_only():
-                    res = anonymize(con, "__kanon_warmup", k=5, algo="mondrian", qi=_WARMUP_QI,
+                    res = anonymize(con, "__kanon_warmup", k=5, algo="mondrian", qi=_PRELOAD_QI,
                                     record=False)
                     store = Assignments()
                     keys = res.row_key.copy()

@@ -1,4 +1,5 @@
 """Start-up: connect() imports nothing heavy; the shipped Adult files equal a fresh build."""
+import json
 import logging
 import os
 import subprocess
@@ -170,3 +171,66 @@ def test_warmup_compiles_the_lattice_threaded_grouping_for_both_code_dtypes():
     finally:
         event.unregister("numba:compile", listener)
     assert compiled == []
+
+
+KERNELS_LOADED = r"""
+import json, os, sys
+import kanon_duckdb
+from kanon_duckdb import warmup
+from numba.core.dispatcher import Dispatcher
+con = kanon_duckdb.connect()
+kanon_duckdb.load_example(con)
+if warmup._preload_thread is not None:
+    warmup._preload_thread.join()
+def loaded():
+    out = set()
+    for name, mod in list(sys.modules.items()):
+        if name.startswith("kanon_duckdb"):
+            for v in list(vars(mod).values()):
+                if isinstance(v, Dispatcher):
+                    out |= {f"{v.py_func.__module__}.{v.py_func.__name__}{s}" for s in v.overloads}
+    return out
+before = loaded() if "numba" in sys.modules else set()
+con.execute("SELECT count(*) FROM k_anonymize('adult', k := 10, qi := ['age', 'workclass', "
+            "'education', 'marital_status', 'occupation', 'race', 'sex', 'native_country'])"
+            ).fetchall()
+print(json.dumps([sorted(before), sorted(loaded() - before)]))
+con.close()
+"""
+
+
+def _kernels_loaded(preload: str):
+    env = {**os.environ, "KANON_DUCKDB_PRELOAD": preload}
+    out = subprocess.run([sys.executable, "-c", KERNELS_LOADED], capture_output=True, text=True,
+                         check=True, env=env, timeout=300)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_the_preload_loads_exactly_the_kernels_of_adults_first_call():
+    # the first call then loads nothing, and the preload spends nothing on kernels that call
+    # does not use (its warm-up table's DOUBLE QI added _fill_float and the rank path)
+    preloaded, then = _kernels_loaded("1")
+    nothing, first_call = _kernels_loaded("0")
+    assert nothing == [] and len(first_call) >= 8
+    assert then == [] and preloaded == first_call
+
+
+def test_the_preload_starts_after_the_functions_and_before_the_macros(monkeypatch):
+    # from there on registration runs inside DuckDB (GIL released): the preload overlaps it
+    from kanon_duckdb import warmup
+    seen = []
+
+    def spy():
+        seen.append([r[0] for r in con.execute(
+            "SELECT DISTINCT function_type FROM duckdb_functions() WHERE function_name IN "
+            "('__kanon_run', 'k_anonymize') ORDER BY 1").fetchall()])
+
+    monkeypatch.setattr(warmup, "preload_in_background", spy)
+    con = duckdb.connect()
+    try:
+        kanon_duckdb.register(con)
+        assert seen == [["scalar"]]  # the UDF exists, the table macro not yet
+        assert con.execute("SELECT count(*) FROM duckdb_functions() WHERE function_name = "
+                           "'k_anonymize'").fetchall() == [(1,)]
+    finally:
+        con.close()
