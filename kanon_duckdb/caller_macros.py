@@ -30,6 +30,11 @@ caller side copies the relation once as text (its size as CSV, plus the Arrow co
 ``k_anonymize`` on a TEMP table: meant for TEMP tables built by hand, not for 10M rows.
 ``kanon_metrics(tbl)`` takes names from a column, which a bind-time dispatch cannot see, so it
 stays on the cursor side (``kanon_compare([...])`` with a constant list is routed).
+
+``query_error`` is not a dispatcher: its output columns follow the query, so its folded UDF
+(``__kanon_query_error_sql``) returns :func:`caller_query_error` instead of the base path's SQL:
+the raw answer in the caller's query, the estimate from a cursor (the rows handed over as
+above), joined by ``rewrite.compare.comparison_sql``, the base path's own join.
 """
 from __future__ import annotations
 
@@ -218,24 +223,38 @@ def relation_names(r: Routed, args: dict) -> list:
     return [n for n in names if isinstance(n, str)]
 
 
+def _handed_over(caller_side: list, what: str) -> tuple:
+    """(FROM items reading each caller-side relation in the caller's query, the SQL list of
+    them as ``__kanon_caller_eval`` takes it); ``what`` names the macro in errors."""
+    bare = [_bare(n) for n in caller_side]
+    if len(set(b.lower() for b in bare)) != len(bare):
+        raise InvalidParameterError(
+            f"{what}: the relations {caller_side} are seen by your connection only and share "
+            f"a name; copy one of them under another name")
+    froms, rels = [], []
+    for j, name in enumerate(caller_side):
+        froms.append(f"({handover_sql(caller_table(name))}) AS __kanon_h{j}")
+        rels.append(f"{{'name': {_literal(bare[j])}, 'names': __kanon_h{j}.names, "
+                    f"'types': __kanon_h{j}.types, 'rows': __kanon_h{j}.rows}}")
+    return froms, f"[{', '.join(rels)}]::{REL_TYPE}"
+
+
+def caller_table(name: str) -> str:
+    """The caller-side relation ``name`` read in the caller's query."""
+    return f"query_table({_literal(table_name(name))})"
+
+
+def _evaluated(sql: str, conn: int, rels: str) -> str:
+    """SQL of the JSON value ``sql`` gives on a fresh cursor holding the relations ``rels``."""
+    return f"CAST(__kanon_caller_eval({_literal(sql)}, {int(conn)}::UBIGINT, {rels}) AS JSON)"
+
+
 def caller_query(r: Routed, overload: int, args: dict, caller_side: list, conn: int) -> str:
     """The query answering macro ``r`` when the relations ``caller_side`` (names as given) are
     seen by the caller only: each read in the caller's query and handed to
     ``__kanon_caller_eval``, whose JSON answer is cast to ``r.returns``."""
-    bare = [_bare(n) for n in caller_side]
-    if len(set(b.lower() for b in bare)) != len(bare):
-        raise InvalidParameterError(
-            f"{r.name}: the relations {caller_side} are seen by your connection only and share "
-            f"a name; copy one of them under another name")
-    froms, rels = [], []
-    for j, name in enumerate(caller_side):
-        src = f"query_table('{table_name(name).replace(chr(39), chr(39) * 2)}')"
-        froms.append(f"({handover_sql(src)}) AS __kanon_h{j}")
-        rels.append(f"{{'name': {_literal(bare[j])}, 'names': __kanon_h{j}.names, "
-                    f"'types': __kanon_h{j}.types, 'rows': __kanon_h{j}.rows}}")
-    sql = cursor_call(r, overload, args, set(caller_side))
-    value = (f"CAST(__kanon_caller_eval({_literal(sql)}, {int(conn)}::UBIGINT, "
-             f"[{', '.join(rels)}]::{REL_TYPE}) AS JSON)")
+    froms, rels = _handed_over(caller_side, r.name)
+    value = _evaluated(cursor_call(r, overload, args, set(caller_side)), conn, rels)
     if r.table:
         return (f"SELECT unnest(__kanon_r) FROM (SELECT unnest(CAST({value} AS {r.returns}[])) "
                 f"AS __kanon_r FROM {', '.join(froms)})")
@@ -244,10 +263,35 @@ def caller_query(r: Routed, overload: int, args: dict, caller_side: list, conn: 
     return f"SELECT {out} FROM {', '.join(froms)}"
 
 
+def caller_query_error(sql: str, raw: str, anon: str, caller_side: list, raw_from: str,
+                       conn: int) -> str:
+    """``query_error(sql, raw, anon)`` when ``caller_side`` (some of raw, anon) are seen by the
+    caller only. The raw answer runs in the caller's query on ``raw_from`` (SQL after FROM:
+    the raw relation as the caller reads it); the estimate needs the anonymized table's run,
+    data the binder cannot reach, so it runs on a fresh cursor the caller-side relations are
+    handed to (``rewrite.estimate_sql``, the base path's own estimate) and comes back as text
+    rows. ``rewrite.comparison_sql`` joins both as on the base path, its output types following
+    the raw query alone, so the columns are named and typed at bind time as there."""
+    from .rewrite.compare import comparison_sql, raw_half
+    raw_sql, keys, measures = raw_half(sql, raw_from)
+    froms, rels = _handed_over(caller_side, "query_error")
+    here = {n: _bare(n) if n in caller_side else n for n in (raw, anon)}
+    cols = [f'"__k{i}"' for i in range(len(keys))] + [f'"__m{j}"' for j in range(len(measures))]
+    rows = (f"SELECT to_json(coalesce(list([{', '.join(c + '::VARCHAR' for c in cols)}]), [])) "
+            f"FROM query(__kanon_query_estimate_sql({_literal(sql)}, {_literal(here[raw])}, "
+            f"{_literal(here[anon])}, {CONN}))")
+    est_from = (f"(SELECT unnest(CAST({_evaluated(rows, conn, rels)} AS VARCHAR[][])) AS __v "
+                f"FROM {', '.join(froms)}) AS __e")
+    n = len(keys)
+    return comparison_sql(raw_sql, est_from, [f"__e.__v[{i + 1}]" for i in range(n)],
+                          [f"__e.__v[{n + j + 1}]" for j in range(len(measures))], keys, measures)
+
+
 def parse_args(args_json: str) -> dict:
     """The macro's arguments as the dispatcher passed them (``to_json`` of a STRUCT)."""
     return json.loads(args_json) if args_json else {}
 
 
 __all__ = ["ROUTED", "Routed", "route_scripts", "dispatch_sql", "caller_query", "cursor_call",
+           "caller_query_error", "caller_table",
            "relation_names", "parse_args"]

@@ -17,8 +17,9 @@ registers the same Python object on the reader cursor. Relations only the caller
 sees (TEMP tables and views, tables created in its still-open transaction, objects registered
 before ``kanon_duckdb`` was imported) fail here; ``k_anonymize`` then reads them in the caller's
 own query (``caller_read.py``), and so do the metric and check macros (``caller_macros.py``: the
-relation is handed to a fresh cursor, which runs the same macro); ``query_error`` cannot. Each
-reason, checked on DuckDB 2.0 (``duckdb`` 2.0.0):
+relation is handed to a fresh cursor, which runs the same macro; ``query_error`` runs its raw
+query in the caller's query and its estimate on such a cursor). Each reason, checked on DuckDB
+2.0 (``duckdb`` 2.0.0):
 
 - a Python UDF cannot run anything on the connection executing its query::
 
@@ -50,16 +51,16 @@ reason, checked on DuckDB 2.0 (``duckdb`` 2.0.0):
   the output shape from them through macro overloads on argument types: caller_read.py. The
   metric and check macros have a fixed result type: their value is computed at run time on a
   cursor the rows are handed to, caller_macros.py. ``query_error``'s output columns are the
-  query's group keys, named and typed by the rewrite of the query against the table's run, so
-  it stays refused.)
+  query's group keys: it types them, and its estimate, by the raw query alone, which the
+  caller's binder sees, rewrite/compare.py.)
 - an object registered before ``import kanon_duckdb`` was registered by DuckDB's own
   ``register``, which ``registered.py`` had not wrapped yet, and DuckDB's Python API cannot list
   a connection's registered objects, so nothing can hand it to the cursor.
 
-The error (``NOT_VISIBLE``, now only met by ``query_error`` and the taxonomy builders) names the
-fixes: ``workload_query_errors`` with the query in a workload table; register the object again
-after the import; for a TEMP or uncommitted table, register its rows as Arrow or ``CREATE TABLE
-... AS FROM tmp`` (and COMMIT) (``allow_temp=True`` is for a caller-side reader).
+The error (``NOT_VISIBLE``, now only met by the taxonomy builders and ``kanon_metrics(t)`` with
+``t`` from a column) names the fixes: register the object again after the import; for a TEMP or
+uncommitted table, register its rows as Arrow or ``CREATE TABLE ... AS FROM tmp`` (and COMMIT)
+(``allow_temp=True`` is for a caller-side reader).
 """
 from __future__ import annotations
 
@@ -76,11 +77,9 @@ READERS = ("read_parquet", "parquet_scan", "read_csv", "read_csv_auto", "read_js
 NOT_VISIBLE = ("TEMP tables and views, tables created in a transaction that is still open, and "
                "objects registered with con.register before kanon_duckdb was imported are seen "
                "by your connection only, not by the cursor this function reads through "
-               "(k_anonymize and the metric and check macros read them in your own query; "
-               "query_error cannot: its output columns follow the query and the table's run, "
-               "which must be known when the statement is bound, see kanon_duckdb/relation.py). "
-               "Fix: for query_error, put the query in a workload table (columns qid, sql) and "
-               "use workload_query_errors(workload, raw, anon); or register an object again "
+               "(k_anonymize and the metric and check macros given a constant name read them "
+               "in your own query, see kanon_duckdb/relation.py). "
+               "Fix: register an object again "
                "after importing kanon_duckdb, con.register('x', obj); for a TEMP or uncommitted "
                "table x, con.register('x_arrow', con.sql('FROM x').to_arrow_table()) and pass "
                "'x_arrow', or CREATE TABLE ... AS FROM x (and COMMIT)")
@@ -197,6 +196,5 @@ def shadow_check(source) -> tuple | None:
                f"table {regular}: DuckDB reads the TEMP one, while kanon-duckdb's reader (a "
                f"cursor: relation.py) sees only {regular}, so nothing was read. Fix: pass "
                f"'{regular}' to read the regular table; pass '{temp}' to read the TEMP one "
-               f"(k_anonymize and the metric and check macros read it in your own query; "
-               f"query_error cannot: {NOT_VISIBLE})")
+               f"(k_anonymize and the metric and check macros read it in your own query)")
     return schema.lower(), parts[-1].lower(), message

@@ -9,10 +9,12 @@
 -- raw_tbl, anon_tbl and workload_tbl are any relation k_anonymize reads: a table or view, a file
 -- path or glob, a read_* call as a string (kanon_duckdb/relation.py), an object registered on the
 -- caller's connection or cursor (coalesce(getvariable('__kanon_conn_id'), 0)::UBIGINT names the caller to the UDFs).
--- The Python UDFs called here (__kanon_query_error_sql, __kanon_query_workload,
--- __kanon_workload_errors, __kanon_rewrite) are registered by udfs/query_error.py; they read table
--- metadata through a cursor, so TEMP tables and uncommitted changes are not visible to them; a
--- TEMP table or view of the caller that shadows a table named alike is refused
+-- The Python UDFs called here (__kanon_query_workload, __kanon_workload_errors, __kanon_rewrite)
+-- are registered by udfs/query_error.py; they read table metadata through a cursor, which does
+-- not see TEMP tables and uncommitted changes (the other macros of this file are routed:
+-- kanon_duckdb/caller_macros.py). __kanon_query_error_sql (udfs/caller_read.py) reads such a
+-- relation in the caller's query: the raw answer there, the estimate on a cursor the rows are
+-- handed to. A TEMP table or view of the caller that shadows a table named alike is refused
 -- (__kanon_unshadowed, sql/00_shadow.sql), never silently swapped for that table.
 
 -- kanon_rewrite(sql, anon_tbl): the SQL that estimates the query `sql` (written against the raw

@@ -24,14 +24,8 @@ KINDS = ["temp_table", "temp_view", "in_transaction"]
 
 
 @pytest.fixture(scope="module")
-def con():
-    con = kanon_duckdb.connect()
-    con.sql("CREATE TABLE t AS SELECT (i % 50) + 20 AS age, "
-            "CASE WHEN i % 3 = 0 THEN 'M' ELSE 'F' END AS sex, (i % 7)::VARCHAR AS dis "
-            "FROM range(300) r(i)")
-    con.sql("CREATE TABLE a AS FROM k_anonymize('t', k := 5, qi := ['age', 'sex'])")
-    yield con
-    con.close()
+def con(metrics_con):
+    return metrics_con  # t and its k = 5 output a (tests/conftest.py)
 
 
 @contextlib.contextmanager
@@ -197,12 +191,68 @@ def test_classification_utility_on_temp_tables_equals_base_tables(con):
             con.sql(sql.format(t="'t'", a="'a'")).fetchall()
 
 
-def test_query_error_on_a_temp_table_names_the_fixes(con):
-    """query_error's output columns follow the query and the run's layout, known at bind time
-    only through a cursor: a TEMP table is refused with the fixes (workload_query_errors)."""
+QUERIES = ["SELECT count(*) FROM t WHERE age BETWEEN 30 AND 45",
+           "SELECT sex, count(*) FROM t WHERE age < 40 GROUP BY sex",
+           "SELECT age, count(*) AS n FROM t GROUP BY age ORDER BY n",
+           "SELECT dis, count(*), avg(age) FROM t GROUP BY dis",
+           "SELECT sum(age) FROM t"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_query_error_on_caller_side_relations_equals_base_table(con, kind):
+    """Raw, anonymized or both seen by the caller only: the base tables' columns, types and
+    rows (the estimate runs on a cursor they are handed to, the raw answer in the caller's
+    query); neither relation changes."""
+    with _caller(con, kind, "a", "a_side") as cur:
+        cur.execute(f"CREATE TEMP {'VIEW' if kind == 'temp_view' else 'TABLE'} t_side AS FROM t")
+        for sql in QUERIES:
+            base = con.sql("FROM query_error($1, 't', 'a')", params=[sql])
+            b = base.fetchall()
+            assert b and all(r[-3] is not None for r in b), sql
+            for raw, anon in (("t_side", "a_side"), ("t", "a_side"), ("t_side", "a")):
+                side = cur.sql("FROM query_error($1, $2, $3)", params=[sql, raw, anon])
+                assert (side.columns, side.types) == (base.columns, base.types), (sql, raw, anon)
+                assert _same([list(r) for r in side.fetchall()], [list(r) for r in b]), (sql, raw)
+        for side, base in (("a_side", "a"), ("t_side", "t")):
+            assert cur.sql(f"SELECT count(*), sum(hash(COLUMNS(*))) FROM {side}").fetchall() == \
+                con.sql(f"SELECT count(*), sum(hash(COLUMNS(*))) FROM {base}").fetchall()
+
+
+def test_query_error_on_a_registered_object_and_a_temp_table(con):
+    """A DataFrame registered on the caller beside a TEMP anonymized table."""
+    cur = con.cursor()
+    try:
+        cur.register("t_df", con.sql("FROM t").df())
+        cur.execute("CREATE TEMP TABLE a_side AS FROM a")
+        for sql in QUERIES[:2]:
+            side = cur.sql("FROM query_error($1, 't_df', 'a_side')", params=[sql]).fetchall()
+            base = con.sql("FROM query_error($1, 't', 'a')", params=[sql]).fetchall()
+            assert _same([list(r) for r in side], [list(r) for r in base]), sql
+    finally:
+        cur.close()
+
+
+@pytest.mark.parametrize("sql, message", [
+    ("SELECT age + 1 AS g, count(*) FROM t GROUP BY g", "quasi-identifier .age. outside an aggregate"),
+    ("SELECT count(*) FROM t WHERE nextval('s') > 0", r"function nextval\(\) is not allowed"),
+    ("SELECT count(*) FROM t WHERE kanon_build_flat('t', 'dis') IS NULL",
+     r"function kanon_build_flat\(\) is not allowed"),
+    ("SELECT count(*) FROM t; DROP TABLE t", "exactly one SQL statement"),
+])
+def test_query_error_bad_query_on_a_temp_table_is_the_base_tables_error(con, sql, message):
+    """The same clear error as on the base tables; nothing the query names runs (the checks
+    needing no run come before the raw answer is bound, the rest on the cursor)."""
+    with pytest.raises(duckdb.Error, match=message):
+        con.sql("FROM query_error($1, 't', 'a')", params=[sql]).fetchall()
+    runs = con.sql("SELECT count(*) FROM kanon_taxonomy").fetchall()
     with _caller(con, "temp_table", "a", "a_side") as cur:
-        with pytest.raises(duckdb.Error, match="query_error.*workload_query_errors"):
-            cur.sql("FROM query_error('SELECT count(*) FROM t', 't', 'a_side')").fetchall()
+        with pytest.raises(duckdb.Error, match=message) as err:
+            cur.sql("FROM query_error($1, 't', 'a_side')", params=[sql]).fetchall()
+        assert "Python exception occurred while executing the UDF: InvalidInputException" \
+            not in str(err.value)
+        assert cur.sql("SELECT count(*) FROM a_side").fetchall() == [(300,)]
+    assert con.sql("SELECT count(*) FROM kanon_taxonomy").fetchall() == runs
+    assert con.sql("SELECT count(*) FROM t").fetchall() == [(300,)]
 
 
 def test_dispatchers_keep_each_macros_parameters():

@@ -2,8 +2,6 @@
 same as the table it was made from (kanon_duckdb/registered.py, udfs/metrics.py)."""
 import pytest
 
-import kanon_duckdb
-
 METRICS = ["gcp('{t}')", "discernibility('{t}')", "cavg('{t}', 5)", "total_il('{t}')",
            "gen_total_il('{t}')", "suppression('{t}')", "info_loss('{t}')",
            "cm('{t}', 'dis')", "(SELECT sum(n) FROM kanon_qi_loss('{t}'))"]
@@ -14,17 +12,15 @@ CHECKS = ["k_anonymity('{t}', ['age', 'sex'])",
 
 
 @pytest.fixture(scope="module")
-def con():
-    con = kanon_duckdb.connect()
-    con.sql("CREATE TABLE t AS SELECT (i % 50) + 20 AS age, "
-            "CASE WHEN i % 3 = 0 THEN 'M' ELSE 'F' END AS sex, (i % 7)::VARCHAR AS dis "
-            "FROM range(300) r(i)")
-    con.sql("CREATE TABLE a AS FROM k_anonymize('t', k := 5, qi := ['age', 'sex'])")
+def con(metrics_con):
+    """t and its k = 5 output a (tests/conftest.py), registered as a DataFrame / Arrow table."""
+    con = metrics_con
     con.register("a_df", con.sql("FROM a").df())
     con.register("a_arrow", con.sql("FROM a").to_arrow_table())
     con.register("t_df", con.sql("FROM t").df())
     yield con
-    con.close()
+    for name in ("a_df", "a_arrow", "t_df"):
+        con.unregister(name)
 
 
 def _value(con, expr, t):
@@ -79,6 +75,11 @@ def test_object_registered_before_import_equals_base_table(con):
     try:
         for expr in METRICS + CHECKS:
             assert _same(_value(con, expr, "a_early"), _value(con, expr, "a")), expr
+        sql = "SELECT sex, count(*) FROM t WHERE age < 40 GROUP BY sex"
+        rows = [con.sql("FROM query_error($1, 't', $2)", params=[sql, name]).fetchall()
+                for name in ("a_early", "a")]
+        assert rows[0] and [[_same(x, y) for x, y in zip(r, b)] for r, b in zip(*rows)] == \
+            [[True] * len(b) for b in rows[1]] and len(rows[0]) == len(rows[1])
     finally:
         con.unregister("a_early")
 

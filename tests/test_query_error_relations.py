@@ -129,3 +129,23 @@ def test_registered_objects_equal_tables(db, through):
             caller.unregister(name)
         if caller is not con:
             caller.close()
+
+
+def test_output_types_follow_the_raw_query(db):
+    """A group key has the raw query's type (a SMALLINT QI stays SMALLINT, though its estimate
+    spreads over BIGINT values) and anon_estimate is DOUBLE, also where the estimate is exact:
+    the types are known from the query and the raw relation alone (rewrite/compare.py)."""
+    con, _paths = db
+    con.execute("CREATE OR REPLACE TABLE narrow AS SELECT age::SMALLINT AS age, sex, "
+                "income::DECIMAL(9, 2) AS income FROM people")
+    con.execute("CREATE OR REPLACE TABLE narrow_k5 AS FROM k_anonymize('narrow', k := 5, "
+                "qi := ['age', 'sex'], seed := 3)")
+    rel = con.sql("FROM query_error('SELECT age, count(*), sum(income) FROM narrow GROUP BY age', "
+                  "'narrow', 'narrow_k5')")
+    assert [str(t) for t in rel.types] == ["SMALLINT", "VARCHAR", "DECIMAL(38,2)", "DOUBLE", "DOUBLE"]
+    rows = rel.fetchall()
+    assert len(rows) == 2 * 50 and {r[0] for r in rows} == set(range(20, 70))
+    exact = con.sql("FROM query_error('SELECT sum(income) FROM narrow', 'narrow', 'narrow_k5')")
+    assert [str(t) for t in exact.types] == ["DECIMAL(38,2)", "DOUBLE", "DOUBLE"]
+    (raw, est, err), = exact.fetchall()
+    assert est == float(raw) and err == 0

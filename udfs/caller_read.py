@@ -13,6 +13,9 @@ The metric and check macros on such relations (``kanon_duckdb/caller_macros.py``
   memoized per catalog version, like the metric look-ups (udfs/metrics.py);
 - ``__kanon_caller_sql(macro, overload, args_json, caller)`` (folded): the query answering the
   call from the caller's own query (``caller_macros.caller_query``);
+- ``__kanon_query_error_sql(sql, raw, anon, caller)`` (folded): the query behind ``query_error``:
+  ``rewrite.query_error_sql`` when the reader cursor sees both relations, else
+  ``caller_macros.caller_query_error`` (the estimate computed on a cursor they are handed to);
 - ``__kanon_caller_eval(sql, caller, relations)``: rebuilds the handed-over relations on a
   fresh cursor, registers them there with the caller's registered objects, runs ``sql`` and
   returns its one value (JSON text).
@@ -99,6 +102,27 @@ def declare(ctx: UdfContext) -> list[UDF]:
         sql = caller_query(r, i, args, caller_side(conn_id, relation_names(r, args)), conn_id)
         return pa.array([sql] * len(macro), pa.string())
 
+    def query_error_route(sql, raw, anon, caller):  # native, folded at bind time
+        from kanon_duckdb.registered import CallerConnection
+        seen = caller_side(caller, [raw, anon])
+        if not seen:
+            from kanon_duckdb.rewrite import query_error_sql
+            return query_error_sql(CallerConnection(con, caller), sql, raw, anon)
+        from kanon_duckdb.caller_macros import caller_table, caller_query_error
+        return caller_query_error(sql, raw, anon, seen, caller_table(raw) if raw in seen
+                                  else raw_from(caller, raw), caller)
+
+    def raw_from(conn_id, name) -> str:
+        """SQL after FROM reading ``name`` (seen by the reader cursor) in the caller's query."""
+        from kanon_duckdb.relation import resolve_source
+        cur = con.cursor()
+        try:
+            if not isinstance(reader_source(cur, conn_id, name), str):  # registered on the caller
+                return "query_table(" + "'" + name.replace("'", "''") + "')"
+            return resolve_source(cur, name).sql
+        finally:
+            cur.close()
+
     def caller_eval(sql, caller, relations):
         from kanon_duckdb.caller_read import typed
         from kanon_duckdb.registered import connection_id, lookup_all
@@ -128,6 +152,8 @@ def declare(ctx: UdfContext) -> list[UDF]:
                 ("VARCHAR", "VARCHAR[]", "VARCHAR[]", "VARCHAR[][]"), CALLER_RUN_TYPE,
                 side_effects=True),
             UDF("__kanon_side", side, ("VARCHAR[]", "UBIGINT"), "VARCHAR", arrow=False),
+            UDF("__kanon_query_error_sql", query_error_route, ("VARCHAR",) * 3 + ("UBIGINT",),
+                "VARCHAR", arrow=False, null_handling="default"),
             UDF("__kanon_caller_sql", caller_sql, ("VARCHAR", "INTEGER", "VARCHAR", "UBIGINT"),
                 "VARCHAR"),
             UDF("__kanon_caller_eval", caller_eval,

@@ -12,14 +12,17 @@ SQL surface (macros in ``sql/query_error.sql``):
   mean/median/p95/max relative error.
 
 DuckDB 2.0 has no Python table functions: ``query_error`` calls a deterministic scalar UDF with
-constant arguments, which DuckDB folds at bind time, and runs the SQL it returns through
-``query(...)``; the workload macros unnest the STRUCT lists their UDFs return. Every table
+constant arguments (``__kanon_query_error_sql``, udfs/caller_read.py), which DuckDB folds at
+bind time, and runs the SQL it returns through ``query(...)``; ``__kanon_query_estimate_sql``
+gives its estimate half alone, for a cursor a caller-side relation is handed to; the workload
+macros unnest the STRUCT lists their UDFs return. Every table
 argument is any relation ``k_anonymize`` reads (``relation.resolve_source``: tables, views, file
 paths and globs, reader calls) or an object registered on the caller's connection or cursor:
 the macros pass ``getvariable('__kanon_conn_id')`` (registered.py) and the UDFs read through
 cursors that see the
 caller's registered objects (``registered.CallerConnection``); TEMP tables and uncommitted
-changes are not visible to them (relation.py).
+changes are not visible to them (relation.py), so the macros hand those over
+(caller_macros.py).
 """
 from __future__ import annotations
 
@@ -37,9 +40,9 @@ def declare(ctx: UdfContext) -> list[UDF]:
         from kanon_duckdb.rewrite import kanon_rewrite
         return kanon_rewrite(CallerConnection(con, caller), sql, anon_tbl)
 
-    def query_error_udf(sql, raw_tbl, anon_tbl, caller):
-        from kanon_duckdb.rewrite import query_error_sql
-        return query_error_sql(CallerConnection(con, caller), sql, raw_tbl, anon_tbl)
+    def estimate_udf(sql, raw_tbl, anon_tbl, caller):
+        from kanon_duckdb.rewrite.compare import estimate_sql
+        return estimate_sql(CallerConnection(con, caller), sql, raw_tbl, anon_tbl)
 
     def workload_udf(raw_tbl, n, seed, dims, qi, caller):
         from kanon_duckdb.rewrite import generate_workload
@@ -57,8 +60,8 @@ def declare(ctx: UdfContext) -> list[UDF]:
     return [
         UDF("__kanon_rewrite", rewrite_udf, ("VARCHAR", "VARCHAR", "UBIGINT"), "VARCHAR",
             arrow=False, null_handling="default"),
-        UDF("__kanon_query_error_sql", query_error_udf, ("VARCHAR",) * 3 + ("UBIGINT",), "VARCHAR",
-            arrow=False, null_handling="default"),
+        UDF("__kanon_query_estimate_sql", estimate_udf, ("VARCHAR",) * 3 + ("UBIGINT",),
+            "VARCHAR", arrow=False, null_handling="default"),
         UDF("__kanon_query_workload", workload_udf,
             ("VARCHAR", "BIGINT", "BIGINT", "BIGINT", "VARCHAR[]", "UBIGINT"),
             "STRUCT(qid BIGINT, sql VARCHAR)[]", arrow=False, null_handling="special"),
