@@ -12,6 +12,8 @@ replaced in place by ``c_min, c_max`` (of ``published.bound_type``), a categoric
 class), so the row-level join carries scalars; each row finds its class through
 ``__kanon_ec(token, row key)`` during a parallel scan (see ``assignment``), and a count of the
 relation in its own scan guards against rows that vanished between the two reads.
+``positional_sql`` publishes a run on a base table read in order without the look-up, the
+class table or the count (see its docstring).
 """
 from __future__ import annotations
 
@@ -61,10 +63,16 @@ def published_layout(plan: QIPlan) -> tuple[list, list]:
     return cls_cols, layout
 
 
+def _output_columns(layout: list) -> list:
+    """SELECT items of the output columns before ``ec`` (``published_layout``), the source's
+    from ``__kanon_rows``."""
+    return [f"__kanon_rows.{quote_ident(name)}" if ref is None
+            else f"{ref} AS {quote_ident(name)}" for name, ref in layout]
+
+
 def output_sql(plan: QIPlan, run_expr: str) -> str:
     cls_cols, layout = published_layout(plan)
-    out_cols = [f"__kanon_rows.{quote_ident(name)}" if ref is None
-                else f"{ref} AS {quote_ident(name)}" for name, ref in layout]
+    out_cols = _output_columns(layout)
     src = plan.table_sql
     changed = sql_string("k_anonymize: the relation changed during the call (rows were deleted); "
                          "run it again")
@@ -84,3 +92,28 @@ SELECT {', '.join(out_cols)},
          THEN error({changed}) ELSE __kanon_rows.__kanon_ec END AS ec,
     __kanon_csize AS ec_size, __kanon_csup AS suppressed, __kanon_crun AS kanon_run
 FROM __kanon_rows JOIN __kanon_cls ON __kanon_rows.__kanon_ec = __kanon_cls.__kanon_cec"""
+
+
+def positional_sql(plan: QIPlan, rows_expr: str) -> str:
+    """The statement publishing a run read in order (``udfs.anonymize.read_in_order``: a base
+    table of at most ``udfs.anonymize.POSITIONAL_ROWS`` rows, a per-row algorithm):
+    ``rows_expr`` yields ROWS_TYPE's value, the published values of every row in first-read
+    order, unnested beside a second scan of the relation by position (POSITIONAL JOIN: no
+    row->class look-up, no join on class ids, no row count). A filter no projection drops
+    refuses the output when the two reads differ: a row on one side only, or a row whose QI key
+    (``row_key_sql``) is not the first read's at that position (rows with equal QI tuples are
+    interchangeable for the guarantee and for truthfulness). Same columns, types and values as
+    ``output_sql``."""
+    cls_cols, layout = published_layout(plan)
+    out_cols = _output_columns(layout)
+    changed = sql_string("k_anonymize: the relation changed during the call (its rows differ "
+                         "from the rows anonymized); run it again")
+    return f"""SELECT {', '.join(out_cols)},
+    __kanon_cec AS ec, __kanon_csize AS ec_size, __kanon_csup AS suppressed, __kanon_crun AS kanon_run
+FROM (SELECT *, true AS __kanon_here FROM {plan.table_sql}) AS __kanon_rows
+POSITIONAL JOIN (
+    SELECT {CLASS_ITEMS}, unnest(c.key) AS __kanon_key, c.run_id AS __kanon_crun{''.join(', ' + x for x in cls_cols)}
+    FROM (SELECT {rows_expr} AS c)
+) AS __kanon_cls
+WHERE CASE WHEN __kanon_here IS NULL OR __kanon_key IS DISTINCT FROM {row_key_sql(plan)}
+           THEN error({changed}) ELSE true END"""

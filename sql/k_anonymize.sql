@@ -8,8 +8,9 @@
 -- the class's LCA in its taxonomy (or the chosen level for full-domain algorithms); then ec
 -- (class id), ec_size, suppressed, kanon_run (kanon_runs.run_id).
 -- __kanon_sql (udfs/anonymize.py) runs once, at bind time: it validates the arguments and returns
--- the statement (kanon_duckdb/output_sql.py) that runs the algorithm once and joins each row of
--- a second read of the relation to its class by (QI values, ordinal), no rowid needed.
+-- the statement (kanon_duckdb/output_sql.py) that runs the algorithm once and pairs each row of
+-- a second read of the relation with its published values: by position for a base table
+-- (positional_sql), else by (QI values, ordinal) through the class table (output_sql); no rowid.
 -- A DataFrame/Arrow object registered on the caller's connection (con.register) is read through
 -- the same Python object: getvariable('__kanon_conn_id') (0: none registered) tells the UDFs whose (kanon_duckdb/registered.py).
 -- TEMP tables and pre-import objects are read in the caller's own query (kanon_duckdb/caller_read.py).

@@ -3,8 +3,12 @@
 ``__kanon_sql(tbl, spec_json)`` is deterministic and folded at bind time, once per statement:
 it resolves the relation (``relation.resolve_source``), plans the QIs, validates every argument
 (errors come before anything runs, so an open transaction stays usable) and returns the
-statement that publishes the run (``output_sql``), with the checked arguments as JSON inside
-``__kanon_run('<json>')``.
+statement that publishes the run, with the checked arguments as JSON inside the run's call:
+``output_sql.positional_sql`` over ``__kanon_publish('<json>')`` for a base table up to
+``POSITIONAL_ROWS`` rows and a per-row algorithm (``read_in_order``), else
+``output_sql.output_sql`` over ``__kanon_run('<json>')``.
+``__kanon_publish(json)`` runs the algorithm once and returns every row's published values in
+first-read order, which the statement pairs with its own scan by position.
 ``__kanon_run(json)`` runs the algorithm once and returns the per-class published values as one
 STRUCT value plus a token for its row→class assignment; ``__kanon_pass(token)`` does the same for
 a run the Python API made before (pinned). ``__kanon_ec(token, row key)`` maps each row of the
@@ -22,9 +26,10 @@ from kanon_duckdb import interrupt
 from kanon_duckdb.arrowconv import cast, from_numpy, repeat_string, strings, to_numpy
 from kanon_duckdb.udf_spec import UDF, UdfContext, first_value
 
-RUN_TYPE = ("STRUCT(run_id BIGINT, token BIGINT, n_rows BIGINT, "
-            "classes STRUCT(ec BIGINT[], size BIGINT[], suppressed BOOLEAN[], lo_i BIGINT[][], "
-            "hi_i BIGINT[][], lo_f DOUBLE[][], hi_f DOUBLE[][], labels VARCHAR[][]))")
+_PUBLISHED = ("ec BIGINT[], size BIGINT[], suppressed BOOLEAN[], lo_i BIGINT[][], hi_i BIGINT[][], "
+              "lo_f DOUBLE[][], hi_f DOUBLE[][], labels VARCHAR[][]")
+RUN_TYPE = f"STRUCT(run_id BIGINT, token BIGINT, n_rows BIGINT, classes STRUCT({_PUBLISHED}))"
+ROWS_TYPE = f"STRUCT(run_id BIGINT, key UBIGINT[], {_PUBLISHED})"
 
 
 def _one_list(values: pa.Array) -> pa.Array:
@@ -46,8 +51,27 @@ def classes_arrow(res) -> pa.StructArray:
     bounds of the j-th integer QI over the classes (``hi_i``, ``lo_f``/``hi_f`` for the other
     numeric QIs, ``labels`` the categorical ones), so SQL reads the class table with one unnest
     per column instead of a struct per class. O(classes x QIs)."""
+    return _published(res, None)
+
+
+def rows_arrow(res) -> pa.StructArray:
+    """ROWS_TYPE's value (one row) of a per-row run (no histogram): ``classes_arrow``'s fields
+    with one entry per row, in first-read order, instead of per class (the row's class id, its
+    size, ...), plus the run id and ``key``, the first read's row keys. O(rows x QIs)."""
+    per_row = _published(res, np.asarray(res.generalized.ec))
+    return pa.StructArray.from_arrays(
+        [from_numpy(np.array([res.run_id]), pa.int64()),
+         _one_list(from_numpy(np.ascontiguousarray(res.row_key).view(np.uint64), pa.uint64())),
+         *per_row.flatten()],
+        names=["run_id", "key"] + [f.name for f in per_row.type])
+
+
+def _published(res, rows) -> pa.StructArray:
+    """``classes_arrow`` (``rows`` None), or its fields taken at each class id of ``rows``."""
     g, plan, data = res.generalized, res.plan, res.data
     C = g.n_classes
+    at = (lambda a: a) if rows is None else (lambda a: a[rows])
+    n_out = C if rows is None else len(rows)
     num_names = data.num_names
     int_cols = [num_names.index(c) for c in plan.integer]
     flt_cols = [i for i, c in enumerate(num_names) if c not in plan.integer]
@@ -58,30 +82,31 @@ def classes_arrow(res) -> pa.StructArray:
             pairs = [data.codec(j).decode_int(src[:, j]) if data.codec(j) is not None
                      else (np.where(np.isnan(src[:, j]), 0, src[:, j]).astype(np.int64),
                            np.isnan(src[:, j])) for j in cols]
-            vals = np.concatenate([p[0] for p in pairs]) if cols else np.zeros(0, np.int64)
-            mask = np.concatenate([p[1] for p in pairs]) if cols else np.zeros(0, bool)
+            vals = np.concatenate([at(p[0]) for p in pairs]) if cols else np.zeros(0, np.int64)
+            mask = np.concatenate([at(p[1]) for p in pairs]) if cols else np.zeros(0, bool)
             arr = from_numpy(vals, pa.int64(), mask=mask)
         else:
-            vals = (np.concatenate([data.decode_float(j, src[:, j]) for j in cols]) if cols
+            vals = (np.concatenate([at(data.decode_float(j, src[:, j])) for j in cols]) if cols
                     else np.zeros(0))
             arr = from_numpy(vals, pa.float64(), mask=np.isnan(vals))
-        return _columns_list(arr, C, len(cols))
+        return _columns_list(arr, n_out, len(cols))
 
     # node ids per tree, dictionary-decoded to labels, tree after tree
     labels = (pa.concat_arrays([
-        cast(pa.DictionaryArray.from_arrays(from_numpy(g.nodes[:, j], pa.int32()),
+        cast(pa.DictionaryArray.from_arrays(from_numpy(at(g.nodes[:, j]), pa.int32()),
                                             strings(t.labels)), pa.string())
         for j, t in enumerate(data.trees)]) if data.dc else strings([]))
     sup = np.zeros(C, dtype=bool)
     if g.suppressed is not None:
         sup = np.bincount(g.ec, weights=g.suppressed.astype(np.float64), minlength=C) > 0
+    ec = np.arange(C) if rows is None else rows.astype(np.int64)
     return pa.StructArray.from_arrays(
-        [_one_list(from_numpy(np.arange(C), pa.int64())),
-         _one_list(from_numpy(np.asarray(g.size, dtype=np.int64), pa.int64())),
-         _one_list(from_numpy(sup, pa.bool_())),
+        [_one_list(from_numpy(ec, pa.int64())),
+         _one_list(from_numpy(at(np.asarray(g.size, dtype=np.int64)), pa.int64())),
+         _one_list(from_numpy(at(sup), pa.bool_())),
          num_lists(int_cols, g.lo, True), num_lists(int_cols, g.hi, True),
          num_lists(flt_cols, g.lo, False), num_lists(flt_cols, g.hi, False),
-         _columns_list(labels, C, data.dc)],
+         _columns_list(labels, n_out, data.dc)],
         names=["ec", "size", "suppressed", "lo_i", "hi_i", "lo_f", "hi_f", "labels"])
 
 
@@ -159,26 +184,58 @@ def caller_source(cur, name):
 
 
 
-def run_and_store(con, ctx: UdfContext, cur, source, args: dict):
+def run_on(con, ctx: UdfContext, cur, source, args: dict):
     """Run the algorithm of ``args`` (the options ``__kanon_sql`` packed) on ``source`` through
-    the reader cursor ``cur``, interruptible from ``con``, and keep its row assignment for the
-    second read: (AnonymizationResult, assignment token). The one home of that step for the
-    base-table path (``__kanon_run``) and the caller-read path (``__kanon_run_rows``)."""
+    the reader cursor ``cur``, interruptible from ``con``: the AnonymizationResult."""
     from kanon_duckdb.anonymize import anonymize
-    from kanon_duckdb.assignment import STORE, Assignment
     with interrupt.watch(con, ctx.progress) as progress:
-        res = anonymize(cur, source, k=args["k"], algo=args["algo"], qi=args["qi"],
-                        seed=args["seed"], numeric=args["numeric"],
-                        categorical=args["categorical"], params=args["params"],
-                        taxonomies=args.get("taxonomies"), progress=progress)
+        return anonymize(cur, source, k=args["k"], algo=args["algo"], qi=args["qi"],
+                         seed=args["seed"], numeric=args["numeric"],
+                         categorical=args["categorical"], params=args["params"],
+                         taxonomies=args.get("taxonomies"), progress=progress)
+
+
+def run_and_store(con, ctx: UdfContext, cur, source, args: dict):
+    """``run_on``, keeping the run's row assignment for the second read: (AnonymizationResult,
+    assignment token). The one home of that step for the base-table path (``__kanon_run``) and
+    the caller-read path (``__kanon_run_rows``)."""
+    from kanon_duckdb.assignment import STORE, Assignment
+    res = run_on(con, ctx, cur, source, args)
     return res, STORE.start(Assignment(res.row_key, res.generalized.ec, res.data))
 
+
+# Above this many rows (the catalog's estimate) a statement joins the class table to a parallel
+# second scan instead (``output_sql``): the per-row published values of ``positional_sql`` cost
+# memory per row and QI, and its positional pairing runs on one thread.
+POSITIONAL_ROWS = 250_000
+
+
+def read_in_order(cur, source, algo: str) -> bool:
+    """True when the statement may pair the run's rows with a second read of ``source`` by
+    position (``output_sql.positional_sql``): ``source`` is a base table of the catalog (a scan
+    returns its rows in one order: not a view, a file or a registered object) of at most
+    ``POSITIONAL_ROWS`` rows, insertion order is preserved (the default), and ``algo`` classes
+    rows (not the histogram of distinct tuples the full-domain family reads). One catalog
+    look-up."""
+    from kanon_duckdb.algorithms import get_algorithm
+    if source.kind != "table" or source.parts is None or len(source.parts) != 3:
+        return False
+    if get_algorithm(algo).family == "lattice":
+        return False
+    rows, ordered = cur.execute(
+        "SELECT (SELECT max(estimated_size) FROM duckdb_tables() WHERE database_name = ? "
+        "AND schema_name = ? AND table_name = ?), current_setting('preserve_insertion_order')",
+        list(source.parts)).fetchall()[0]
+    return rows is not None and rows <= POSITIONAL_ROWS and bool(ordered)
+
+
 def declare(ctx: UdfContext) -> list[UDF]:
-    """``__kanon_sql``, ``__kanon_run``, ``__kanon_pass`` and ``__kanon_ec`` on ``ctx.con``."""
+    """``__kanon_sql``, ``__kanon_run``, ``__kanon_publish``, ``__kanon_pass`` and ``__kanon_ec``
+    on ``ctx.con``."""
     con = ctx.con
 
     def kanon_sql(tbl, spec_json):
-        from kanon_duckdb.output_sql import output_sql, sql_string
+        from kanon_duckdb.output_sql import output_sql, positional_sql, sql_string
         from kanon_duckdb.params import parse_json_params
         spec = parse_json_params(first_value(spec_json))
         cur = con.cursor()
@@ -190,6 +247,7 @@ def declare(ctx: UdfContext) -> list[UDF]:
                 text = caller_sql(name, checked_options(name, spec, checked_qi(spec)))
                 return repeat_string(text, len(tbl))
             plan, args = checked_spec(cur, source, spec)
+            positional = read_in_order(cur, source, args["algo"])
         finally:
             cur.close()
         run_arg = sql_string(json.dumps(args))
@@ -198,7 +256,10 @@ def declare(ctx: UdfContext) -> list[UDF]:
         if check is not None:
             fields = ", ".join(f"{sql_string(f)}: {sql_string(v)}" for f, v in zip(("s", "n", "msg"), check))
             run_arg = f"CASE WHEN __kanon_temp_check({{{fields}}}) THEN {run_arg} END"
-        text = output_sql(plan, f"__kanon_run({run_arg})")
+        if positional:
+            text = positional_sql(plan, f"__kanon_publish({run_arg})")
+        else:
+            text = output_sql(plan, f"__kanon_run({run_arg})")
         return repeat_string(text, len(tbl))
 
     def kanon_run(args_json):
@@ -216,6 +277,18 @@ def declare(ctx: UdfContext) -> list[UDF]:
         del res
         return pa.concat_arrays([out] * len(args_json)) if len(args_json) != 1 else out
 
+    def kanon_publish(args_json):
+        from kanon_duckdb.encoding import QIPlan
+        args = json.loads(first_value(args_json))
+        cur = con.cursor()
+        try:
+            res = run_on(con, ctx, cur, QIPlan(**args["plan"]), args)
+        finally:
+            cur.close()
+        out = rows_arrow(res)
+        del res
+        return pa.concat_arrays([out] * len(args_json)) if len(args_json) != 1 else out
+
     def kanon_pass(pinned):
         from kanon_duckdb.assignment import STORE
         token, (run_id, n_rows, classes) = STORE.start_pinned(first_value(pinned))
@@ -230,5 +303,6 @@ def declare(ctx: UdfContext) -> list[UDF]:
         UDF("__kanon_ec", kanon_ec, ("BIGINT", "UBIGINT"), "BIGINT", side_effects=True),
         UDF("__kanon_sql", kanon_sql, ("VARCHAR", "VARCHAR"), "VARCHAR"),
         UDF("__kanon_run", kanon_run, ("VARCHAR",), RUN_TYPE, side_effects=True),
+        UDF("__kanon_publish", kanon_publish, ("VARCHAR",), ROWS_TYPE, side_effects=True),
         UDF("__kanon_pass", kanon_pass, ("BIGINT",), RUN_TYPE, side_effects=True),
     ]
