@@ -166,8 +166,9 @@ def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False,
     counts in ``QIData.counts`` (``histogram_sql``); the key of a tuple is the key of each of
     its rows (``row_key_sql``). A column name: the same, the source's rows standing for the
     counts in that column.
-    Returns (row keys uint64 (n,), QIData). Cost: one aggregate (row count, numeric extremes)
-    and one streamed scan of the QI columns in Arrow batches of STREAM_ROWS rows, each encoded
+    Returns (row keys uint64 (n,), QIData). Cost: one aggregate over the rows (row count,
+    numeric extremes) and one streamed scan of the QI columns (of the histogram's GROUP BY) in
+    Arrow batches of STREAM_ROWS rows, each encoded
     into the preallocated arrays (memory: the encoded arrays plus one batch), plus O(n·d) numpy
     work; n the rows or, with ``histogram``, the distinct tuples.
     """
@@ -188,7 +189,13 @@ def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False,
               if histogram else plan.table_sql)
     query = f"SELECT {', '.join(sel)} FROM {source}"
     dn, dc = len(plan.numeric), len(plan.categorical)
-    n, fills = _numeric_fills(con, query, plan)
+    # a histogram's GROUP BY runs once, in the scan: its numeric extremes are those of the rows
+    # and its size at most their count, so the aggregate reads the rows (a plain scan) and the
+    # arrays, sized for the rows (pages untouched past the tuples cost no memory), are cut to
+    # the tuples after the scan
+    n, fills = _numeric_fills(
+        con, f"SELECT {', '.join(sel[:1 + dn])} FROM {plan.table_sql}" if histogram else query,
+        plan)
     if n == 0:
         raise DataError(f"table {plan.table!r} is empty; there is nothing to anonymize")
     rowid = np.empty(n, dtype=np.uint64)  # row keys (see row_key_sql)
@@ -233,7 +240,13 @@ def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False,
             for i in range(len(extra_columns)):
                 extra_chunks[i].append(batch.column(1 + dn + dc + i))
             a = b
-    if a != n:
+    if histogram:
+        n = a
+        rowid, row_counts, num, num_null, cat = (
+            rowid[:n], row_counts[:n], num[:n], num_null[:n], cat[:n])
+        for fill in fills:
+            fill.cut(n)
+    elif a != n:
         raise ConcurrentChangeError(
             f"k_anonymize: the relation {plan.table!r} changed during the call (fewer rows than "
             f"counted while encoding); run it again")
@@ -313,6 +326,11 @@ class _NumericFill:
         if self.kind == "rank":
             self.raw = np.empty(n, dtype=np.int64 if is_int else np.float64)
             self.ok = np.ones(n, dtype=bool)
+
+    def cut(self, n: int) -> None:
+        """Keep the first ``n`` rows (the arrays were sized for an upper bound)."""
+        if self.raw is not None:
+            self.raw, self.ok = self.raw[:n], self.ok[:n]
 
     def fill(self, col, a: int, b: int, num, num_null, j: int) -> None:
         valid = validity(col) if col.null_count else np.ones(0, dtype=bool)

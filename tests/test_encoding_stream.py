@@ -55,3 +55,49 @@ def test_batches_of_any_size_encode_the_same(monkeypatch, histogram):
         np.testing.assert_array_equal(one.counts[o1], many.counts[o2])
     assert None in one.trees[0].leaf_of_label  # cat_a's NULLs have their own leaf
     con.close()
+
+
+def test_a_histogram_is_grouped_once_and_equals_the_encoded_tuples():
+    # the histogram's GROUP BY ran twice (once more for its size and numeric extremes): now the
+    # extremes come from the rows and the arrays are cut to the tuples after the scan
+    con = kanon_duckdb.connect()
+    con.execute(TABLE)
+    con.execute("CREATE TABLE d AS SELECT * FROM t UNION ALL SELECT * FROM t WHERE id % 3 = 0 "
+                "UNION ALL SELECT * FROM t WHERE id % 5 = 1")
+    cols = ", ".join(QI + ["sens"])
+    con.execute(f"CREATE TABLE h AS SELECT {cols}, count(*) AS c FROM d GROUP BY {cols}")
+    sent = []
+
+    class Spy:
+        def __getattr__(self, name):
+            return getattr(con, name)
+
+        def execute(self, sql, *args):
+            sent.append(sql)
+            return con.execute(sql, *args)
+
+        def sql(self, sql, *args):
+            sent.append(sql)
+            return con.sql(sql, *args)
+
+    key_h, hist = encoding.encode(Spy(), encoding.plan_qis(con, "d", QI), extra_columns=["sens"],
+                                  histogram=True)
+    assert sum("GROUP BY" in s.upper() for s in sent) == 1
+    key_t, tup = encoding.encode(con, encoding.plan_qis(con, "h", QI), extra_columns=["sens", "c"])
+    assert hist.n == tup.n == 500 and hist.counts.sum() == 500 + 167 + 100
+    o1, o2 = np.argsort(key_h, kind="stable"), np.argsort(key_t, kind="stable")
+    np.testing.assert_array_equal(key_h[o1], key_t[o2])
+    np.testing.assert_array_equal(hist.counts[o1], tup.extra["c"].to_numpy()[o2])
+    np.testing.assert_array_equal(hist.num[o1], tup.num[o2])
+    np.testing.assert_array_equal(hist.num_null[o1], tup.num_null[o2])
+    np.testing.assert_array_equal(hist.cat[o1], tup.cat[o2])
+    np.testing.assert_array_equal(hist.num_lo, tup.num_lo)
+    np.testing.assert_array_equal(hist.num_hi, tup.num_hi)
+    for a, b in zip(hist.num_codec, tup.num_codec):
+        assert (a is None) == (b is None)
+        if a is not None:
+            assert (a.kind, a.value_lo, a.value_hi) == (b.kind, b.value_lo, b.value_hi)
+            if a.kind == "rank":
+                np.testing.assert_array_equal(a.values, b.values)
+    assert hist.num.flags.c_contiguous and hist.cat.flags.c_contiguous
+    con.close()
