@@ -10,9 +10,9 @@ from kanon_duckdb.algorithms.clustering import bha, kab
 from kanon_duckdb.algorithms.clustering import _blackhole
 from kanon_duckdb.algorithms.clustering._blackhole import (dense_labels, differing_clusters,
                                                            fitness, match_clusters)
-from kanon_duckdb.algorithms.clustering._exchange import (_fill_all, _fill_top2, _link, _lists,
-                                                          _ncp_exchanged, _pop_needs_rescan,
-                                                          _stats, _unlink, _update,
+from kanon_duckdb.algorithms._member_lists import lists as _lists, move
+from kanon_duckdb.algorithms.clustering._exchange import (_fill_all, _fill_top2, _ncp_exchanged,
+                                                          _pop_needs_rescan, _stats, _update,
                                                           cluster_ncps, exchange_toward,
                                                           exchange_worst)
 from kanon_duckdb.algorithms.clustering.kab_stars import StarMaker
@@ -322,11 +322,7 @@ def test_incremental_statistics_match_a_fresh_fill(draw):
         if size[a] <= 1:
             continue
         b = 1 - a
-        _unlink(head, nxt, prv, a, r)
-        _link(head, nxt, prv, b, r)
-        lab[r] = b
-        size[a] -= 1
-        size[b] += 1
+        move(head, nxt, prv, size, lab, r, a, b)
         _update(ds, head, nxt, a, r, -1, nlo, nhi, nnn, clo, chi, ncp)
         _update(ds, head, nxt, b, -1, r, nlo, nhi, nnn, clo, chi, ncp)
         fresh = _stats(ds, 2)

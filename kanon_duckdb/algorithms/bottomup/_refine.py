@@ -33,6 +33,7 @@ import numpy as np
 
 from ..._numba_config import njit
 from ...privacy import _kernels as K
+from .._member_lists import lists, members, move
 from ._kernels import _best_split, _ncp_fast
 
 EPS = 1e-9  # a step must lower the cost by more than this
@@ -100,37 +101,20 @@ def _restat(c, X, head, nxt, size, lo, hi, cn, tot, wlo, whi, wn, wtot, dn, scal
 
 
 @njit
-def _unlink(r, c, head, nxt, prv, size):
-    if prv[r] >= 0:
-        nxt[prv[r]] = nxt[r]
-    else:
-        head[c] = nxt[r]
-    if nxt[r] >= 0:
-        prv[nxt[r]] = prv[r]
-    size[c] -= 1
-
-
-@njit
-def _link(r, c, head, nxt, prv, size, ec):
-    prv[r] = -1
-    nxt[r] = head[c]
-    if head[c] >= 0:
-        prv[head[c]] = r
-    head[c] = r
-    size[c] += 1
-    ec[r] = c
-
-
-@njit
-def _members(c, head, nxt, out):
-    """Rows of class c into out[:m]; returns m."""
-    m = 0
-    r = head[c]
-    while r >= 0:
-        out[m] = r
-        m += 1
-        r = nxt[r]
-    return m
+def _join_cost(X, r, blo, bhi, bn, b, lim, dn, scale, gmin, base, ch):
+    """Summed NCP of box b (blo[b]..bhi[b], per-dimension NCP bn[b]) widened to hold row r:
+    a dimension where r lies inside costs bn[b, j], else ``_ncp_fast`` of the widened range.
+    Stops once the sum reaches lim (the caller then rejects the step). O(d)."""
+    s = 0.0
+    for j in range(X.shape[1]):
+        x = X[r, j]
+        if blo[b, j] <= x <= bhi[b, j]:
+            s += bn[b, j]
+        else:
+            s += _ncp_fast(j, min(blo[b, j], x), max(bhi[b, j], x), dn, scale, gmin, base, ch)
+        if s >= lim:
+            break
+    return s
 
 
 @njit
@@ -360,10 +344,7 @@ def _init(X, ec, k, dn, scale, gmin, base, ch, P):
     for i in range(n):
         C = max(C, ec[i] + 1)
     cap = max(C, n // max(k, 1) + 1)
-    head = np.full(cap, -1, np.int64)
-    nxt = np.full(n, -1, np.int64)
-    prv = np.full(n, -1, np.int64)
-    size = np.zeros(cap, np.int64)
+    head, nxt, prv, size = lists(ec, cap)
     lo = np.zeros((cap, d))
     hi = np.zeros((cap, d))
     cn = np.zeros((cap, d))
@@ -374,8 +355,6 @@ def _init(X, ec, k, dn, scale, gmin, base, ch, P):
     wn = np.zeros((n, d))
     wtot = np.zeros(n)
     stamp = np.full(cap, -1, np.int64)  # round of the class's last change
-    for i in range(n - 1, -1, -1):
-        _link(i, ec[i], head, nxt, prv, size, ec)
     for c in range(C):
         _restat(c, X, head, nxt, size, lo, hi, cn, tot, wlo, whi, wn, wtot, dn, scale, gmin,
                 base, ch)
@@ -413,7 +392,6 @@ def _move_pass(X, ec, k, rd, C, S, nbt, nbc, dn, scale, gmin, base, ch, P, PV, b
         S[7], S[8]
     wtot, stamp = S[12], S[13]
     hist, ok, scr = PV
-    d = X.shape[1]
     moves = 0
     for A in range(C):
         if size[A] <= k:
@@ -424,7 +402,7 @@ def _move_pass(X, ec, k, rd, C, S, nbt, nbc, dn, scale, gmin, base, ch, P, PV, b
                 fresh = True
         if not fresh:
             continue
-        m = _members(A, head, nxt, buf)
+        m = members(head, nxt, A, buf)
         for t in range(m):
             if size[A] <= k:
                 break
@@ -438,16 +416,7 @@ def _move_pass(X, ec, k, rd, C, S, nbt, nbc, dn, scale, gmin, base, ch, P, PV, b
                     continue
                 w = size[B] + 1
                 lim = (best + cost[B]) / w
-                s = 0.0
-                for j in range(d):
-                    x = X[r, j]
-                    if lo[B, j] <= x <= hi[B, j]:
-                        s += cn[B, j]
-                    else:
-                        s += _ncp_fast(j, min(lo[B, j], x), max(hi[B, j], x), dn, scale, gmin,
-                                       base, ch)
-                    if s >= lim:
-                        break
+                s = _join_cost(X, r, lo, hi, cn, B, lim, dn, scale, gmin, base, ch)
                 if s >= lim:
                     continue
                 if not _still_ok(P, hist, ok, B, size[B] + 1, -1, r, scr):
@@ -456,8 +425,7 @@ def _move_pass(X, ec, k, rd, C, S, nbt, nbc, dn, scale, gmin, base, ch, P, PV, b
                 bB = B
             if bB < 0 or not _still_ok(P, hist, ok, A, size[A] - 1, r, -1, scr):
                 continue
-            _unlink(r, A, head, nxt, prv, size)
-            _link(r, bB, head, nxt, prv, size, ec)
+            move(head, nxt, prv, size, ec, r, A, bB)
             _changed(A, rd, X, S, dn, scale, gmin, base, ch)
             _changed(bB, rd, X, S, dn, scale, gmin, base, ch)
             _moved(P, hist, ok, A, size[A], r, -1, scr)
@@ -472,15 +440,14 @@ def _swap_pass(X, ec, rd, C, S, nbt, nbc, dn, scale, gmin, base, ch, P, PV, bufa
     head, nxt, prv, size, cost = S[0], S[1], S[2], S[3], S[8]
     wlo, whi, wn, wtot, stamp = S[9], S[10], S[11], S[12], S[13]
     hist, ok, scr = PV
-    d = X.shape[1]
     swaps = 0
     for A in range(C):
         for q in range(nbc[A]):
             B = nbt[A, q]
             if stamp[A] < rd - 1 and stamp[B] < rd - 1:
                 continue
-            ma = _members(A, head, nxt, bufa)
-            mb = _members(B, head, nxt, bufb)
+            ma = members(head, nxt, A, bufa)
+            mb = members(head, nxt, B, bufb)
             sA = size[A]
             sB = size[B]
             best = cost[A] + cost[B] - EPS
@@ -500,29 +467,11 @@ def _swap_pass(X, ec, rd, C, S, nbt, nbc, dn, scale, gmin, base, ch, P, PV, bufa
                     if la + lb >= best:
                         continue
                     lim = (best - lb) / sA
-                    ta = 0.0
-                    for j in range(d):
-                        x = X[s_, j]
-                        if wlo[r, j] <= x <= whi[r, j]:
-                            ta += wn[r, j]
-                        else:
-                            ta += _ncp_fast(j, min(wlo[r, j], x), max(whi[r, j], x), dn, scale,
-                                            gmin, base, ch)
-                        if ta >= lim:
-                            break
+                    ta = _join_cost(X, s_, wlo, whi, wn, r, lim, dn, scale, gmin, base, ch)
                     if ta >= lim:
                         continue
                     lim2 = (best - sA * ta) / sB
-                    tb = 0.0
-                    for j in range(d):
-                        x = X[r, j]
-                        if wlo[s_, j] <= x <= whi[s_, j]:
-                            tb += wn[s_, j]
-                        else:
-                            tb += _ncp_fast(j, min(wlo[s_, j], x), max(whi[s_, j], x), dn,
-                                            scale, gmin, base, ch)
-                        if tb >= lim2:
-                            break
+                    tb = _join_cost(X, r, wlo, whi, wn, s_, lim2, dn, scale, gmin, base, ch)
                     if tb >= lim2:
                         continue
                     if not (_still_ok(P, hist, ok, A, sA, r, s_, scr)
@@ -533,10 +482,8 @@ def _swap_pass(X, ec, rd, C, S, nbt, nbc, dn, scale, gmin, base, ch, P, PV, bufa
                     bs = s_
             if br < 0:
                 continue
-            _unlink(br, A, head, nxt, prv, size)
-            _unlink(bs, B, head, nxt, prv, size)
-            _link(br, B, head, nxt, prv, size, ec)
-            _link(bs, A, head, nxt, prv, size, ec)
+            move(head, nxt, prv, size, ec, br, A, B)
+            move(head, nxt, prv, size, ec, bs, B, A)
             _changed(A, rd, X, S, dn, scale, gmin, base, ch)
             _changed(B, rd, X, S, dn, scale, gmin, base, ch)
             _moved(P, hist, ok, A, size[A], br, bs, scr)
@@ -563,7 +510,7 @@ def _split_pass(X, ec, k, rd, C, S, dn, scale, gmin, base, ch, P, PV, buf, left,
             A = stk[top]
             if size[A] < 2 * k:
                 continue
-            m = _members(A, head, nxt, buf)
+            m = members(head, nxt, A, buf)
             rows = np.sort(buf[:m])
             cst, j, cut = _best_split(X, rows, k, dn, scale, gmin, base, ch, left, right, False)
             if j < 0:
@@ -591,8 +538,7 @@ def _split_pass(X, ec, k, rd, C, S, dn, scale, gmin, base, ch, P, PV, buf, left,
             C += 1
             for i in range(cut, m):
                 r = rows[order[i]]
-                _unlink(r, A, head, nxt, prv, size)
-                _link(r, Bn, head, nxt, prv, size, ec)
+                move(head, nxt, prv, size, ec, r, A, Bn)
             _changed(A, rd, X, S, dn, scale, gmin, base, ch)
             _changed(Bn, rd, X, S, dn, scale, gmin, base, ch)
             splits += 1

@@ -34,39 +34,22 @@ and enter classes < max_size; swaps keep sizes). The star's IL never increases.
 import numpy as np
 
 from ..._numba_config import njit
+from .._extremes import fold
+from .._member_lists import lists, members, move
 from ._ncp import cat_cost
 
 _INT32_MAX = np.iinfo(np.int32).max
 
 
 @njit
-def _lower(a, slot, j, v):
-    """Insert v into the two smallest values a[slot, 0, j] <= a[slot, 1, j] (with multiplicity)
-    and a[slot, 2, j], the number of members holding the smallest."""
-    if v < a[slot, 0, j]:
-        a[slot, 1, j] = a[slot, 0, j]
-        a[slot, 0, j] = v
-        a[slot, 2, j] = 1
-    else:
-        if v == a[slot, 0, j]:
-            a[slot, 2, j] += 1
-        if v < a[slot, 1, j]:
-            a[slot, 1, j] = v
-
-
-@njit
-def _higher(a, slot, j, v):
-    """Insert v into the two largest values a[slot, 0, j] >= a[slot, 1, j] (with multiplicity)
-    and a[slot, 2, j], the number of members holding the largest."""
-    if v > a[slot, 0, j]:
-        a[slot, 1, j] = a[slot, 0, j]
-        a[slot, 0, j] = v
-        a[slot, 2, j] = 1
-    else:
-        if v == a[slot, 0, j]:
-            a[slot, 2, j] += 1
-        if v > a[slot, 1, j]:
-            a[slot, 1, j] = v
+def _fold_into(lo, hi, slot, j, v):
+    """Fold v into the two smallest values lo[slot, 0, j] <= lo[slot, 1, j] (with multiplicity)
+    and lo[slot, 2, j], the number of members holding the smallest, and likewise the two largest
+    in hi (``_extremes.fold``)."""
+    (lo[slot, 0, j], lo[slot, 1, j], lo[slot, 2, j],
+     hi[slot, 0, j], hi[slot, 1, j], hi[slot, 2, j]) = fold(
+        v, lo[slot, 0, j], lo[slot, 1, j], lo[slot, 2, j],
+        hi[slot, 0, j], hi[slot, 1, j], hi[slot, 2, j])
 
 
 @njit
@@ -76,11 +59,9 @@ def _push(ds, slot, r, nlo, nhi, nnn, clo, chi):
         if ds.num_null[r, j]:
             nnn[slot, j] += 1
         else:
-            _lower(nlo, slot, j, ds.num[r, j])
-            _higher(nhi, slot, j, ds.num[r, j])
+            _fold_into(nlo, nhi, slot, j, ds.num[r, j])
     for j in range(ds.cat.shape[1]):
-        _lower(clo, slot, j, ds.cat[r, j])
-        _higher(chi, slot, j, ds.cat[r, j])
+        _fold_into(clo, chi, slot, j, ds.cat[r, j])
 
 
 @njit
@@ -164,21 +145,7 @@ def _top2_of_rows(ds, rows, a, b, slot, nlo, nhi, nnn, clo, chi):
             if ds.num_null[r, j]:
                 nn += 1
                 continue
-            v = ds.num[r, j]
-            if v < l0:
-                l0, l1, lc = v, l0, 1
-            else:
-                if v == l0:
-                    lc += 1
-                if v < l1:
-                    l1 = v
-            if v > h0:
-                h0, h1, hc = v, h0, 1
-            else:
-                if v == h0:
-                    hc += 1
-                if v > h1:
-                    h1 = v
+            l0, l1, lc, h0, h1, hc = fold(ds.num[r, j], l0, l1, lc, h0, h1, hc)
         nlo[slot, 0, j], nlo[slot, 1, j], nlo[slot, 2, j] = l0, l1, lc
         nhi[slot, 0, j], nhi[slot, 1, j], nhi[slot, 2, j] = h0, h1, hc
         nnn[slot, j] = nn
@@ -186,21 +153,7 @@ def _top2_of_rows(ds, rows, a, b, slot, nlo, nhi, nnn, clo, chi):
         m0, m1, mc = _INT32_MAX, _INT32_MAX, 0
         x0, x1, xc = -1, -1, 0
         for i in range(a, b):
-            v = ds.cat[rows[i], j]
-            if v < m0:
-                m0, m1, mc = v, m0, 1
-            else:
-                if v == m0:
-                    mc += 1
-                if v < m1:
-                    m1 = v
-            if v > x0:
-                x0, x1, xc = v, x0, 1
-            else:
-                if v == x0:
-                    xc += 1
-                if v > x1:
-                    x1 = v
+            m0, m1, mc, x0, x1, xc = fold(ds.cat[rows[i], j], m0, m1, mc, x0, x1, xc)
         clo[slot, 0, j], clo[slot, 1, j], clo[slot, 2, j] = m0, m1, mc
         chi[slot, 0, j], chi[slot, 1, j], chi[slot, 2, j] = x0, x1, xc
 
@@ -312,39 +265,6 @@ def _ncp_exchanged(ds, slot, out_r, in_r, nlo, nhi, nnn, clo, chi):
 
 
 @njit
-def _link(head, nxt, prv, c, r):
-    nxt[r] = head[c]
-    prv[r] = -1
-    if head[c] >= 0:
-        prv[head[c]] = r
-    head[c] = r
-
-
-@njit
-def _unlink(head, nxt, prv, c, r):
-    if prv[r] >= 0:
-        nxt[prv[r]] = nxt[r]
-    else:
-        head[c] = nxt[r]
-    if nxt[r] >= 0:
-        prv[nxt[r]] = prv[r]
-
-
-@njit
-def _lists(lab, C):
-    """Doubly linked member lists (head, nxt, prv) and sizes of labels 0..C-1, in record order."""
-    n = lab.shape[0]
-    head = np.full(C, -1, dtype=np.int64)
-    nxt = np.full(n, -1, dtype=np.int64)
-    prv = np.full(n, -1, dtype=np.int64)
-    size = np.zeros(C, dtype=np.int64)
-    for i in range(n - 1, -1, -1):
-        _link(head, nxt, prv, lab[i], i)
-        size[lab[i]] += 1
-    return head, nxt, prv, size
-
-
-@njit
 def _stats(ds, C):
     """Empty top-2 statistics arrays (nlo, nhi, nnn, clo, chi) and NCPs for C clusters."""
     dn = ds.num.shape[1]
@@ -432,13 +352,13 @@ def _exchange(ds, lab, C, guide, n_guide, tried, k, max_size, max_cand, patience
     Returns (relocations, swaps, clusters tried)."""
     n = lab.shape[0]
     max_mates = 4 * k + 64  # guide-mates read per record (all of them in a class of <= 2k-1)
-    head, nxt, prv, size = _lists(lab, C)
+    head, nxt, prv, size = lists(lab, C)
     ghead = np.full(n_guide, -1, dtype=np.int64)
     gnxt = np.full(n, -1, dtype=np.int64)
     for i in range(n - 1, -1, -1):
         gnxt[i] = ghead[guide[i]]
         ghead[guide[i]] = i
-    members = np.empty(n, dtype=np.int64)
+    buf = np.empty(n, dtype=np.int64)
     gmax = 0
     for g in range(n_guide):
         m = 0
@@ -459,15 +379,10 @@ def _exchange(ds, lab, C, guide, n_guide, tried, k, max_size, max_cand, patience
         done += 1
         applied = relocations + swaps
         A = tried[t]
-        m = 0
-        r = head[A]
-        while r >= 0:
-            members[m] = r
-            m += 1
-            r = nxt[r]
+        m = members(head, nxt, A, buf)
         # A's records grouped by guide cluster (record order inside a group): records of one
         # guide cluster share their candidate list until a move changes the labels
-        by_guide = members[:m][np.argsort(guide[members[:m]], kind="mergesort")]
+        by_guide = buf[:m][np.argsort(guide[buf[:m]], kind="mergesort")]
         listed = -1  # guide cluster whose candidates are in cand[:n_all] (-1: none, or stale)
         n_all = 0
         for i in range(m):
@@ -550,17 +465,11 @@ def _exchange(ds, lab, C, guide, n_guide, tried, k, max_size, max_cand, patience
                 continue
             listed = -1  # labels change: the next record lists its candidates afresh
             D = best_d
-            _unlink(head, nxt, prv, A, r)
-            _link(head, nxt, prv, D, r)
-            lab[r] = D
+            move(head, nxt, prv, size, lab, r, A, D)
             if kind == 1:
-                size[A] -= 1
-                size[D] += 1
                 relocations += 1
             else:
-                _unlink(head, nxt, prv, D, best_x)
-                _link(head, nxt, prv, A, best_x)
-                lab[best_x] = A
+                move(head, nxt, prv, size, lab, best_x, D, A)
                 swaps += 1
             _update(ds, head, nxt, A, r, best_x, nlo, nhi, nnn, clo, chi, ncp)
             _update(ds, head, nxt, D, best_x, r, nlo, nhi, nnn, clo, chi, ncp)
