@@ -55,6 +55,9 @@ def _blas_check_without_scipy_linalg() -> None:
 
 
 import numba  # noqa: E402 - after the OpenMP setting
+import inspect  # noqa: E402 - numba imported both already
+import logging  # noqa: E402
+
 from numba.core import event  # noqa: E402
 from numba.core.caching import FunctionCache  # noqa: E402
 from numba.core.runtime import rtsys  # noqa: E402
@@ -81,6 +84,33 @@ class _BeforeCompile(event.Listener):
 event.register("numba:compile", _BeforeCompile())
 
 
+_log = logging.getLogger("kanon_duckdb")
+
+
+def _fast_load_supported(cache_cls=FunctionCache, runtime=rtsys) -> bool:
+    """True when numba has the internals ``_LoadCache`` calls: ``FunctionCache._load_overload(
+    self, sig, target_context)``, ``FunctionCache._guard_against_spurious_io_errors`` and
+    ``rtsys.initialize`` (numba 0.68 has them). A numba that moved them gets its normal
+    cache loading instead (``_cached``). O(1)."""
+    needed = (getattr(cache_cls, "_load_overload", None),
+              getattr(cache_cls, "_guard_against_spurious_io_errors", None),
+              getattr(runtime, "initialize", None))
+    if not all(callable(f) for f in needed):
+        return False
+    try:
+        params = list(inspect.signature(cache_cls._load_overload).parameters)
+    except (TypeError, ValueError):
+        return False
+    return params == ["self", "sig", "target_context"]
+
+
+_FAST_LOAD = {"on": _fast_load_supported()}
+if not _FAST_LOAD["on"]:
+    _log.warning("numba %s lacks the cache internals kanon_duckdb's fast kernel loading uses: "
+                 "using numba's normal cache loading (about 0.1 s more on a first call)",
+                 numba.__version__)
+
+
 class _LoadCache(FunctionCache):
     """numba's on-disk cache of one of our kernels, minus the context refresh on a cache hit.
 
@@ -88,16 +118,29 @@ class _LoadCache(FunctionCache):
     every typing and lowering registry of numba (random generators, typed containers,
     polynomials, ...), about 0.1 s of a first call, which a cached kernel does not use: loading
     it needs only the runtime's (NRT) symbols, the JIT and the kernel's own object code.
-    Anything that compiles still refreshes (``compiler.compile_extra`` does it first)."""
+    Anything that compiles still refreshes (``compiler.compile_extra`` does it first).
+
+    Depends on numba internals (``_fast_load_supported``). If the fast load fails anyway (a
+    numba that changed what loading needs), a warning is logged once, this and every later load
+    use numba's own ``load_overload``, and its result (or its error) is the answer."""
 
     def load_overload(self, sig, target_context):
-        rtsys.initialize(target_context)  # the NRT symbols the kernels' object code links to
-        with self._guard_against_spurious_io_errors():
-            return self._load_overload(sig, target_context)
+        if _FAST_LOAD["on"]:
+            try:
+                rtsys.initialize(target_context)  # the NRT symbols the kernels' code links to
+                with self._guard_against_spurious_io_errors():
+                    return self._load_overload(sig, target_context)
+            except Exception as exc:  # noqa: BLE001 - numba's own path decides below
+                _FAST_LOAD["on"] = False
+                _log.warning("kanon_duckdb's fast loading of cached numba kernels failed "
+                             "(%s: %s) with numba %s: using numba's normal cache loading",
+                             type(exc).__name__, exc, numba.__version__)
+        return FunctionCache.load_overload(self, sig, target_context)
 
 
 def _cached(dispatcher):
-    if type(dispatcher._cache) is FunctionCache:  # cache=True made it; same state, new load
+    # cache=True made a FunctionCache; same state, new load (only where numba has the internals)
+    if _FAST_LOAD["on"] and type(dispatcher._cache) is FunctionCache:
         dispatcher._cache.__class__ = _LoadCache
     return dispatcher
 
