@@ -6,14 +6,17 @@ UDFs use (relation.py says why nothing else can read it), and the metric macros 
 time, the run that produced the table (which columns publish which QI), which is data of the
 table. So such a relation is handed over, as ``k_anonymize`` reads it (caller_read.py):
 
-- every macro of :data:`ROUTED` is registered under an inner name (``__kanon_here_<name>``,
-  the SQL of ``sql/`` unchanged) and its public name becomes a dispatcher
-  (:func:`dispatch_sql`). The dispatcher asks ``__kanon_side`` (a UDF folded at bind time,
-  answer memoized per catalog version) whether the reader cursor can read every relation
-  argument, and DuckDB 2.0 picks a macro overload by the *type* of an argument:
-  ``(FROM query(__kanon_side(...)))`` is ``NULL::INTEGER`` (cursor side: the inner macro,
-  exactly as before) or ``NULL::VARCHAR`` (caller side). Only the chosen overload is bound, so
-  the inner macro never binds on a relation its UDFs cannot see;
+- every macro of :data:`ROUTED` is registered under an inner name (``__kanon_here_<name>``)
+  taking a side parameter first (:func:`fold_sides`): each overload of ``sql/`` as written,
+  body unchanged, with ``__kanon_s INTEGER`` (the cursor side; the other macros of ``sql/``
+  call it so, with ``NULL::INTEGER``), and its twin with ``__kanon_s VARCHAR`` (the caller
+  side). Its public name becomes a dispatcher (:func:`dispatch_sql`) that asks
+  ``__kanon_side`` (a UDF folded at bind time, answer memoized per catalog version) whether
+  the reader cursor can read every relation argument; DuckDB 2.0 picks a macro overload by
+  the *type* of an argument, and ``(FROM query(__kanon_side(...)))`` is ``NULL::INTEGER`` or
+  ``NULL::VARCHAR``. Only the chosen overload is bound, so the body of ``sql/`` never binds
+  on a relation its UDFs cannot see. (DuckDB expands a macro's callees at each CREATE, so
+  connect() pays for every layer: one layer besides the public name, not two.)
 - caller side: ``__kanon_caller_sql`` (folded at bind time) returns a query
   (:func:`caller_query`) that reads each caller-side relation in the caller's own query with
   ``query_table`` (``caller_read.handover_sql``: names, types and rows as text) and passes them
@@ -50,7 +53,6 @@ from .sqlutil import split_qualified
 CONN = "coalesce(getvariable('__kanon_conn_id'), 0)::UBIGINT"
 REL_TYPE = "STRUCT(name VARCHAR, names VARCHAR[], types VARCHAR[], rows VARCHAR[][])[]"
 INNER = "__kanon_here_"
-_AT = "__kanon_at_"
 _SIDE = "__kanon_s"
 
 
@@ -141,36 +143,102 @@ def _pass(params, given=None) -> str:
 
 
 def dispatch_sql(r: Routed) -> str:
-    """The public dispatcher of ``r`` and its two-sided overloads (see the module doc)."""
+    """The public dispatcher of ``r`` (see the module doc): its inner macro, picked by the side."""
     given = r.defaults or {}
     rel = [f"[{given.get(t, t)}]::VARCHAR[]" for t in r.tables] + \
           [f"{_pname(t)}::VARCHAR[]" for t in r.lists]
     side = f"(FROM query(__kanon_side({' || '.join(rel)}, {CONN})))"
     kw = "TABLE " if r.table else ""
-    pub, at = [], []
+    pub = []
+    for params in r.overloads:
+        call = f"{INNER}{r.name}({side}, {_pass(params, r.defaults)})"
+        pub.append(f"({', '.join(params)}) AS {kw}" + (f"(FROM {call})" if r.table else call))
+    return f"CREATE OR REPLACE MACRO {r.name}" + ",\n    ".join(pub) + ";\n"
+
+
+def _caller_overloads(r: Routed) -> str:
+    """The inner macro's caller-side overloads (side VARCHAR), one per overload of ``r``."""
+    kw = "TABLE " if r.table else ""
+    out = []
     for i, params in enumerate(r.overloads):
-        plist = ", ".join(params)
-        fwd = _pass(params)
-        call = f"{_AT}{r.name}({side}, {_pass(params, r.defaults)})"
-        pub.append(f"({plist}) AS {kw}" + (f"(FROM {call})" if r.table else call))
         args = "to_json({" + ", ".join(f"'{_pname(p)}': {_pname(p)}" for p in params) + "})"
-        caller = f"(FROM query(__kanon_caller_sql('{r.name}', {i}, {args}, {CONN})))"
-        here = f"{INNER}{r.name}({fwd})"
-        at.append(f"({_SIDE} INTEGER, {plist}) AS {kw}" + (f"(FROM {here})" if r.table else here))
-        at.append(f"({_SIDE} VARCHAR, {plist}) AS {kw}{caller}")
-    return (f"CREATE OR REPLACE MACRO {_AT}{r.name}" + ",\n    ".join(at) + ";\n"
-            f"CREATE OR REPLACE MACRO {r.name}" + ",\n    ".join(pub) + ";\n")
+        out.append(f",\n    ({_SIDE} VARCHAR, {', '.join(params)}) AS {kw}"
+                   f"(FROM query(__kanon_caller_sql('{r.name}', {i}, {args}, {CONN})))")
+    return "".join(out)
 
 
-_CALL = re.compile(r"\b(" + "|".join(sorted(ROUTED, key=len, reverse=True)) + r")\(")
+def _skip(text: str, j: int) -> int:
+    """Index after the string literal, quoted name or ``--`` comment starting at ``j``."""
+    if text.startswith("--", j):
+        end = text.find("\n", j)
+        return len(text) if end < 0 else end
+    end = text.find(text[j], j + 1)
+    return len(text) if end < 0 else end + 1
+
+
+def fold_sides(text: str, r: Routed) -> str:
+    """``text`` (a script defining ``INNER + r.name``) with that macro taking the side first:
+    each overload as written gets ``__kanon_s INTEGER`` (its body unchanged: the cursor side)
+    and a twin with ``__kanon_s VARCHAR`` (the caller side). One CREATE per routed macro
+    besides the public one: DuckDB expands a macro's callees at each CREATE, so a separate
+    two-sided layer cost connect() a third more. O(len(text))."""
+    head = f"MACRO {INNER}{r.name}("
+    start = text.find(head)
+    if start < 0:
+        return text
+    headers, depth, prev, j = [start + len(head) - 1], 0, None, start + len(head) - 1
+    while j < len(text):
+        c = text[j]
+        if c in "'\"" or text.startswith("--", j):
+            j, prev = _skip(text, j), (c if depth == 0 else prev)
+            continue
+        if c == "(":
+            if depth == 0 and prev == ",":
+                headers.append(j)
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == ";" and depth == 0:
+            break
+        if depth == 0 and not c.isspace():
+            prev = c
+        j += 1
+    wanted = [", ".join(p) for p in r.overloads]
+    found = [h for h in headers if " ".join(text[h + 1:text.index(")", h)].split()) in wanted
+             and text[text.index(")", h) + 1:].lstrip().upper().startswith("AS")]
+    if len(found) != len(wanted):
+        raise RuntimeError(f"caller_macros: the overloads of {r.name} in sql/ are not {wanted}")
+    end = j
+    if r.table:  # a bare SELECT body would take the next overload's ", (" as a FROM item
+        close = text.index(")", found[-1])
+        m = re.compile(r"\s*AS\s+TABLE\s*", re.I).match(text, close + 1)
+        if m and text[m.end()] != "(":
+            text = text[:m.end()] + "(" + text[m.end():j] + "\n)" + text[j:]
+            end = j + 3
+    out = text[:end] + _caller_overloads(r) + text[end:]
+    for h in reversed(found):
+        out = out[:h + 1] + f"{_SIDE} INTEGER, " + out[h + 1:]
+    return out
+
+
+_CALL = re.compile(r"\b(MACRO )?(" + "|".join(sorted(ROUTED, key=len, reverse=True)) + r")\(")
 
 
 def route_scripts(scripts) -> tuple:
     """The SQL scripts ((file name, text), in order) with every macro of :data:`ROUTED`
-    defined and called under its inner name, followed by the dispatchers (one more script)."""
-    out = tuple((name, _CALL.sub(lambda m: INNER + m.group(1) + "(", text))
-                for name, text in scripts)
-    return out + (("zz_caller_macros.sql", "".join(dispatch_sql(r) for r in ROUTED.values())),)
+    defined under its inner name with the side parameter (:func:`fold_sides`) and called so
+    on the cursor side (``NULL::INTEGER``), followed by the dispatchers (one more script)."""
+    def rename(m):
+        if m.group(1):
+            return f"MACRO {INNER}{m.group(2)}("
+        return f"{INNER}{m.group(2)}(NULL::INTEGER, "
+    out = []
+    for name, text in scripts:
+        text = _CALL.sub(rename, text)
+        for r in ROUTED.values():
+            text = fold_sides(text, r)
+        out.append((name, text))
+    return tuple(out) + (("zz_caller_macros.sql", "".join(dispatch_sql(r) for r in ROUTED.values())),)
 
 
 def _literal(v) -> str:

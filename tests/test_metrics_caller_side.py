@@ -258,7 +258,7 @@ def test_query_error_bad_query_on_a_temp_table_is_the_base_tables_error(con, sql
 def test_dispatchers_keep_each_macros_parameters():
     """caller_macros.ROUTED repeats each routed macro's parameters (the dispatcher has them):
     they equal the first overload's as written in sql/, defaults included, and every overload's
-    names as DuckDB registered them."""
+    names as DuckDB registered them, publicly and (side first, once per side) inside."""
     import re
 
     from kanon_duckdb import registration
@@ -270,11 +270,13 @@ def test_dispatchers_keep_each_macros_parameters():
             m = re.search(rf"CREATE OR REPLACE MACRO {name}\((.*?)\) AS", text, re.S)
             assert m, name
             assert " ".join(m.group(1).split()) == ", ".join(r.overloads[0]), name
-            got = sorted(tuple(p) for (p,) in con.execute(
-                "SELECT parameters FROM duckdb_functions() WHERE function_name = ?",
-                [INNER + name]).fetchall())
-            assert got == sorted(tuple(p.split(":=")[0].strip() for p in o)
-                                 for o in r.overloads), name
+            def registered(fn):
+                return sorted(tuple(p) for (p,) in con.execute(
+                    "SELECT parameters FROM duckdb_functions() WHERE function_name = ?",
+                    [fn]).fetchall())
+            want = sorted(tuple(p.split(":=")[0].strip() for p in o) for o in r.overloads)
+            assert registered(name) == want, name
+            assert registered(INNER + name) == sorted(2 * [("__kanon_s",) + o for o in want]), name
     finally:
         con.close()
 
