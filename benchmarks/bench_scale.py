@@ -12,7 +12,8 @@ Prints, per size (``--sizes``, default 1e6) on the 8-QI mixed synthetic table of
   ``CREATE TABLE .. AS FROM k_anonymize(..)`` (the row-level join included), next to DuckDB's own
   ``CREATE TABLE g AS SELECT <QIs>, count(*) FROM synth GROUP BY ALL`` in the same run, wall and
   CPU seconds (the process: DuckDB's threads and the kernels); the seconds of level maps +
-  search (``details.search_s``), distinct tuples, nodes grouped, the node and its LOG;
+  search (``details.search_s``), distinct tuples, nodes grouped (and of them passes over every
+  tuple, and all inputs grouped in tuple-equivalents), the node and its LOG;
   ``--adult`` adds Adult (ARX QIs, k = 10, 1 %);
 - Spark (``--spark``, PySpark in local[2]): ``kanon_duckdb.spark.k_anonymize`` Mondrian on the
   same table read from Parquet, written to Parquet: seconds, partitions, GCP through the SQL
@@ -84,7 +85,9 @@ def lattice_row(con, table, qi, k, n_label):
     print(f"{n_label:>10} {'optimal':>9} run {run_s:7.2f} s = {run_s / gb:4.1f}x GROUP BY "
           f"{gb:.2f} s (CPU {gb_cpu:.2f} s); with output {total:.2f} s = {total / gb:4.1f}x "
           f"(CPU {total_cpu:.2f} s); levels+search {det.get('search_s', 0):.2f} s; "
-          f"{distinct:,} distinct tuples, {det.get('n_evaluated')} nodes grouped, node "
+          f"{distinct:,} distinct tuples, {det.get('n_evaluated')} nodes grouped "
+          f"({det.get('n_passes')} passes over the tuples, "
+          f"{det.get('rows_grouped', 0) / max(distinct, 1):.0f} tuple-equivalents in all), node "
           f"{det.get('levels')}, LOG {det.get('log', 0):.4f}, GCP {100 * gcp:.2f} %", flush=True)
 
 

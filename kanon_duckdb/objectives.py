@@ -53,8 +53,20 @@ class Objective:
     static_bound: Callable | None = None            # lattice: (ch, levels) -> lower bound
     node_cost: Callable | None = None  # clustering: (TaxonomyIndex, weight) -> weighted cost per node
     separable: bool = False       # static_bound is a sum of per-QI terms of the levels
+    # lattice, separable: (ch, j) -> float64 array over QI j's levels such that static_bound(lv)
+    # == sum_j terms_j[lv_j] / d, summed in QI order (so a vector of bounds is bit-identical)
+    bound_terms: Callable | None = None
+    loss_is_bound: bool = False   # lattice: node_loss is static_bound (data-free: LOG)
     bound_prunes: bool = False    # prune nodes above a node whose lower bound reaches the best
     to_fraction: Callable | None = None  # (loss, n) -> a value in [0, 1] (search scores)
+    tie_step: float = 1e-10  # lattice: losses rounding to the same multiple of it are a tie
+
+    def tie_class(self, loss):
+        """The loss rounded to a multiple of ``tie_step`` (int64, elementwise for arrays): the
+        first component of ``optimal``'s canonical order, so losses differing only by floating-
+        point rounding of sums tie and the tie-break (height, then levels) decides."""
+        q = np.rint(np.asarray(loss, dtype=np.float64) / self.tie_step).astype(np.int64)
+        return int(q) if q.ndim == 0 else q
 
     def is_monotone(self, suppression_limit: int) -> bool:
         """True when a generalization never has a lower value (feasible nodes prune upwards)."""
@@ -62,8 +74,10 @@ class Objective:
 
 
 def _gcp_loss(ch, levels, st):
+    # g plus the suppressed rows' NCP rising to 1 (never negative: a suppressed row's weighted
+    # mean NCP is at most 1), so the loss is >= its static bound g in floating point too
     g = ch.gcp_nosup(levels)
-    return (g * ch.n - st.sup_ncp + st.sup) / ch.n, g
+    return g + max(0.0, st.sup - st.sup_ncp) / ch.n, g
 
 
 def info_ratio(n_leaves, w: float = 1.0) -> np.ndarray:
@@ -79,16 +93,18 @@ OBJECTIVES: dict[str, Objective] = {o.name: o for o in (
     Objective("log", "KGEN's level of generalization (eq. 1-2): weighted mean over QIs of "
               "level / height", "the node's levels", "always",
               node_loss=lambda ch, lv, st: (ch.log_level(lv), ch.log_level(lv)),
-              static_bound=lambda ch, lv: ch.log_level(lv), separable=True),
+              static_bound=lambda ch, lv: ch.log_level(lv), separable=True, loss_is_bound=True,
+              bound_terms=lambda ch, j: np.arange(int(ch.heights[j]) + 1) * ch.level_weight(j)),
     Objective("gcp", "mean over rows of the weighted mean NCP over QIs; a suppressed row counts 1",
               "per-level mean NCP of each QI and the suppressed rows' NCP", "without suppression",
-              node_loss=_gcp_loss, static_bound=lambda ch, lv: ch.gcp_nosup(lv), separable=True),
+              node_loss=_gcp_loss, static_bound=lambda ch, lv: ch.gcp_nosup(lv), separable=True,
+              bound_terms=lambda ch, j: np.array(ch.ncp_row(j))),
     Objective("dm", "discernibility: sum of |e|^2 over published classes plus n per suppressed "
               "row (weights do not apply: it counts rows)", "class sizes", "without suppression",
               # every node above has sum |e|^2 >= sq_all, and DM >= sum |e|^2
               node_loss=lambda ch, lv, st: (st.sq_ok + float(ch.n) * st.sup, st.sq_all),
               static_bound=lambda ch, lv: float(ch.n) * min(ch.k, ch.n), bound_prunes=True,
-              to_fraction=lambda loss, n: loss / float(n) ** 2),
+              to_fraction=lambda loss, n: loss / float(n) ** 2, tie_step=1.0),
     Objective("ncp", "NCP cost: numeric span / range, categorical leaves(LCA) / leaves(root) "
               "(0 for one leaf), summed over QIs with their weights", "cluster min/max and LCA",
               "always", node_cost=lambda tree, w=1.0: w * node_ncp(tree.n_leaves)),

@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kanon_duckdb
+from kanon_duckdb import objectives
 from kanon_duckdb.algorithms import get_algorithm
 from kanon_duckdb.qidata import QIData
 from kanon_duckdb.algorithms.lattice import NodeChecker, build_space, optimal
@@ -103,6 +104,25 @@ def brute_force(data, k, max_suppression, loss):
     return best, feasible_nodes, qis
 
 
+def canonical_node(candidates, loss):
+    """The published node of ``optimal`` among (levels, loss) pairs of feasible nodes, by its
+    documented order: the loss rounded to the objective's ``tie_step``, then the height (sum of
+    levels), then the levels lexicographically (QIs numeric first, then categorical)."""
+    step = objectives.get(loss).tie_step
+    return min(candidates, key=lambda c: (round(c[1] / step), sum(c[0]), tuple(c[0])))[0]
+
+
+def brute_force_node(data, k, max_suppression, loss):
+    """(least loss, canonical node) over every node of the lattice, by plain dictionaries."""
+    qis = naive_qis(data)
+    feasible = []
+    for levels in itertools.product(*[range(t.height + 1) for t in qis[0]]):
+        ok, value, _ = naive_eval(qis, levels, k, max_suppression, loss, data.n)
+        if ok:
+            feasible.append((levels, value))
+    return min(v for _, v in feasible), canonical_node(feasible, loss)
+
+
 def run(algo, data, k, **params):
     a = get_algorithm(algo)
     p = dict(a.params)
@@ -141,6 +161,8 @@ def test_optimal_equals_brute_force(data, k, max_suppression, loss):
     part = run("optimal", data, k, max_suppression=max_suppression, loss=loss)
     assert part.info["loss"] == pytest.approx(best, rel=1e-9, abs=1e-9)
     chosen = tuple(part.info["levels"])
+    # the published node is the canonical one: least loss, then height, then levels
+    assert chosen == brute_force_node(data, k, max_suppression, loss)[1]
     ok, value, sup = naive_eval(qis, chosen, k, max_suppression, loss, data.n)
     assert ok and value == pytest.approx(best, rel=1e-9, abs=1e-9)
     assert part.info["n_suppressed"] == sup == int(part.suppressed.sum())
@@ -176,8 +198,36 @@ def test_pruned_search_decides_every_better_node():
         ch = NodeChecker(build_space(data), 5, ms, "log")
         levels, _ = optimal.search(ch)
         assert ch.check(levels).loss == pytest.approx(best)
+        assert levels == brute_force_node(data, 5, ms, "log")[1]
         lattice = np.prod([h + 1 for h in ch.heights])
         assert ch.n_evaluated < lattice
+
+
+def test_equal_loss_optima_publish_the_first_by_height_then_levels():
+    """(0, 1) and (1, 0) both group the rows into two pairs at LOG 0.5 and height 1: the
+    canonical order publishes (0, 1), the lexicographically first, whichever feasible node the
+    search happens to know first."""
+    data = make_data([], [("flat", ["a", "a", "b", "b"]), ("flat", ["a", "b", "a", "b"])])
+    for first in ((1, 0), (0, 1), (1, 1)):
+        ch = NodeChecker(build_space(data), 2, 0.0, "log")
+        assert ch.check(first).feasible  # a head start on another optimum changes nothing
+        levels, _ = optimal.search(ch)
+        assert levels == (0, 1)
+    assert run("optimal", data, 2).info["levels"] == [0, 1]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tables(), st.sampled_from(["log", "gcp", "dm"]), st.data())
+def test_static_bounds_equal_the_scalar_bound_bit_for_bit(data, loss, draw):
+    """optimal orders nodes by the vector of bounds and compares them with losses computed
+    node by node: both must be the same floats (ties are exact for LOG)."""
+    ch = NodeChecker(build_space(data), 1, 0.0, loss)
+    nodes = draw.draw(st.lists(st.tuples(*[st.integers(0, int(h)) for h in ch.heights]),
+                               min_size=1, max_size=20))
+    vec = ch.static_bounds([np.array([u[j] for u in nodes]) for j in range(len(ch.heights))])
+    assert [float(x) for x in vec] == [ch.static_bound(u) for u in nodes]
+    if loss == "log":
+        assert [float(x) for x in vec] == [ch.check(u).loss for u in nodes]
 
 
 def test_dm_counts_suppressed_rows_as_n_each():

@@ -11,6 +11,7 @@ import math
 import random
 
 import naive_metrics as naive
+from test_lattice import canonical_node
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -164,12 +165,9 @@ def test_optimal_with_models_equals_brute_force(con):
     res = anonymize(con, "src", k=3, algo="optimal", qi=["age", "z"], params=params, record=False)
     spec = spec_of(res.data)
     ch = NodeChecker(build_space(res.data), 3, 0.05, "gcp", privacy=spec)
-    best = math.inf
-    for levels in itertools.product(*[range(int(h) + 1) for h in ch.heights]):
-        r = ch.check(levels)
-        if r.feasible:
-            best = min(best, r.loss)
+    best, node = checker_brute_force(ch)
     assert res.partition.info["loss"] == pytest.approx(best)
+    assert tuple(res.partition.info["levels"]) == node
     # and a checker without the models finds a lower-or-equal optimum (models only remove nodes)
     ch_k = NodeChecker(build_space(res.data), 3, 0.05, "gcp")
     best_k = min(ch_k.check(lv).loss for lv in
@@ -231,9 +229,43 @@ def test_optimal_exact_when_models_are_not_monotone_under_suppression(con, seed,
     res = anonymize(con, "src", k=k, algo="optimal", qi=["age", "z"], params=params, record=False)
     assert res.partition.info["cone_tags"] == 0
     ch = NodeChecker(build_space(res.data), k, 0.1, "gcp", privacy=spec_of(res.data))
-    best = min(ch.check(lv).loss for lv in
-               itertools.product(*[range(int(h) + 1) for h in ch.heights]))
+    best, node = checker_brute_force(ch)
     assert res.partition.info["loss"] == pytest.approx(best)
+    assert tuple(res.partition.info["levels"]) == node
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(0, 10_000), st.sampled_from([
+    {"l": 2}, {"l": 2, "l_variant": "entropy"}, {"t": 0.3}, {"t": 0.2, "t_distance": "equal"}]),
+    st.sampled_from([0.0, 0.1]), st.sampled_from(["log", "gcp", "dm"]))
+def test_optimal_publishes_the_canonical_node_under_models(con, seed, model, ms, loss):
+    """With l-diversity / t-closeness, with and without suppression (cone tags on or off), the
+    published node is the brute-force canonical one: least loss, then height, then levels."""
+    from kanon_duckdb.algorithms.lattice.checker import NodeChecker
+    from kanon_duckdb.algorithms.lattice.levels import build_space
+    from kanon_duckdb.anonymize import anonymize
+    from kanon_duckdb.errors import InfeasibleError
+    from kanon_duckdb.privacy import spec_of
+    rnd = random.Random(seed)
+    make_table(con, rnd, rnd.randint(30, 90))
+    k = rnd.randint(2, 4)
+    params = {"sensitive": "s", **model, "max_suppression": ms, "loss": loss}
+    try:
+        res = anonymize(con, "src", k=k, algo="optimal", qi=["age", "z"], params=params,
+                        record=False)
+    except InfeasibleError:
+        return  # no feasible node: checked below only when one exists
+    ch = NodeChecker(build_space(res.data), k, ms, loss, privacy=spec_of(res.data))
+    best, node = checker_brute_force(ch)
+    assert res.partition.info["loss"] == pytest.approx(best)
+    assert tuple(res.partition.info["levels"]) == node
+
+
+def checker_brute_force(ch):
+    """(least loss, canonical node) over every node, each checked on its own."""
+    feasible = [(lv, r.loss) for lv in itertools.product(*[range(int(h) + 1) for h in ch.heights])
+                for r in [ch.check(lv)] if r.feasible]
+    return min(v for _, v in feasible), canonical_node(feasible, ch.loss_name)
 
 
 def test_model_an_algorithm_cannot_enforce_is_an_error_naming_the_able(con, monkeypatch):

@@ -8,7 +8,8 @@ asks for it for this family), so the cost grows with the distinct tuples, not th
 count (suppression, losses, models) is in rows. Searches share one evaluator
 (``checker.NodeChecker``) and never touch DuckDB:
 
-- ``optimal``  exact minimum-loss node (OLA / Flash-style pruning), ``optimal.py``
+- ``optimal``  exact minimum-loss node (OLA / Flash-style pruning), ``optimal.py``; among
+  equal-loss nodes the first by height, then levels in ``qi_order`` (independent of the search)
 - ``kgen``     genetic search of De Pascale et al. 2023, ``kgen.py``
 - ``random``   uniform random nodes with the same budget (KGEN's baseline), ``random_search.py``
 - ``datafly``  Sweeney's heuristic, ``datafly.py``
@@ -18,8 +19,9 @@ records (see ``run_search``): ``node`` (QI -> level), ``levels``/``heights``/``q
 (lists, QIs in the order numeric then categorical), ``node_height`` and ``lattice_height`` (sums
 of levels, for KGEN's accuracy eq. 4), ``min_levels`` (pre-processing bounds), ``loss_metric``,
 ``loss``, ``log``, ``gcp``, ``dm``, ``n_suppressed``, ``suppression``, ``max_suppression``,
-``n_evaluated`` (nodes grouped), ``n_checks``, ``auto_widths`` (numeric QIs whose interval tree
-was built automatically).
+``n_evaluated`` (nodes grouped), ``n_passes`` (of them, groupings that read every encoded
+tuple rather than a cached class table), ``rows_grouped`` (inputs fed to the grouping kernel in
+all), ``n_checks``, ``auto_widths`` (numeric QIs whose interval tree was built automatically).
 """
 from __future__ import annotations
 
@@ -92,6 +94,8 @@ def run_search(name: str, search, data: QIData, k: int, seed: int, params: dict,
         "dm": float(dm),
         "max_suppression": ch.max_suppression,
         "n_evaluated": int(ch.n_evaluated),
+        "n_passes": int(ch.n_passes),
+        "rows_grouped": int(ch.n_rows_grouped),
         "n_checks": int(ch.n_checks),
         "search_s": time.perf_counter() - t0,
         "auto_widths": dict(space.auto_widths),

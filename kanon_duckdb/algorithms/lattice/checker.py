@@ -89,6 +89,7 @@ class NodeChecker:
         self.memo: dict = {}
         self.n_evaluated = 0      # nodes grouped by a kernel
         self.n_rows_grouped = 0   # input classes fed to the kernels
+        self.n_passes = 0         # groupings that read the encoded tuples (not a cached table)
         self.n_checks = 0
         self.poll = lambda: None  # called before every kernel grouping (interruption check)
         self.parallel_min = PARALLEL_MIN  # encoded rows from which capped passes use threads
@@ -172,9 +173,30 @@ class NodeChecker:
         d = len(self._ncp_rows)
         return sum(r[int(x)] for r, x in zip(self._ncp_rows, levels)) / d if d else 0.0
 
+    def level_weight(self, j: int) -> float:
+        """QI j's term of LOG per level: weight / height (0 for a height-0 tree)."""
+        return self._inv_h[j]
+
+    def ncp_row(self, j: int) -> list:
+        """QI j's (weighted) mean NCP over the rows at each level (GCP without suppression)."""
+        return self._ncp_rows[j]
+
     def static_bound(self, levels) -> float:
         """Loss lower bound known without data, monotone in the levels."""
         return self.objective.static_bound(self, levels)
+
+    def static_bounds(self, levels_by_qi) -> np.ndarray:
+        """``static_bound`` of many nodes at once: ``levels_by_qi`` holds one int array per QI
+        (QI j's level of each node). Bit-identical to ``static_bound`` node by node: a separable
+        objective's per-QI terms are summed in QI order and divided by d as the scalar does."""
+        m = len(levels_by_qi[0]) if len(levels_by_qi) else 1
+        ob = self.objective
+        if not ob.separable:
+            return np.full(m, float(ob.static_bound(self, self.top)))
+        acc = np.zeros(m)
+        for j, lv in enumerate(levels_by_qi):
+            acc = acc + ob.bound_terms(self, j)[lv]
+        return acc / len(levels_by_qi) if len(levels_by_qi) else acc
 
     @property
     def loss_is_monotone(self) -> bool:
@@ -250,6 +272,7 @@ class NodeChecker:
         self.n_evaluated += 1
         tab = self._source(levels)
         self.n_rows_grouped += self.t if tab is None else tab[0].shape[0]
+        self.n_passes += tab is None
         rep, cnt, _, kc = self._run_kernels(levels, tab, cap=self.cap)
         return rep, cnt, kc, tuple(levels)
 
@@ -305,6 +328,7 @@ class NodeChecker:
         else:  # per-class histograms of the sensitive values need the rows' classes
             rep, cnt, cls, _ = self._run_kernels(key, want_cls=True)
             self.n_evaluated += 1
+            self.n_passes += 1
             self.n_rows_grouped += self.t
             ok = self.privacy.classes_ok(cls, rep.shape[0])
             mn, sup, sq_ok, sq_all, sup_ncp = K.class_stats_ok(rep, cnt, ok, sp.codes,
