@@ -62,6 +62,10 @@ def test_a_base_table_is_paired_by_position_and_equals_the_class_join_path(con, 
         OR (o.zip <> '*' AND o.zip IS DISTINCT FROM t.zip) OR (o.sex <> '*' AND o.sex <> t.sex)
         OR t.amount <> o.amount OR t.day <> o.day OR t.tags <> o.tags OR t.info <> o.info
         OR t.raw <> o.raw""").fetchall() == [(0,)]
+    # a class of NULL zips publishes NULL (the NULL leaf's label), never over a non-NULL zip
+    nulls, wrong = con.sql("SELECT count(*) FILTER (o.zip IS NULL), count(*) FILTER (o.zip IS NULL "
+                           "AND t.zip IS NOT NULL) FROM t JOIN o USING (id)").fetchall()[0]
+    assert wrong == 0 and (nulls > 0 or algo != "mondrian")
     run = con.sql("SELECT DISTINCT kanon_run FROM o").fetchall()
     assert len(run) == 1
     assert con.execute("SELECT n_rows, algo FROM kanon_runs WHERE run_id = ?", [run[0][0]]).fetchall() == [(600, algo)]

@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from kanon_duckdb import interrupt
-from kanon_duckdb.arrowconv import cast, from_numpy, repeat_string, strings, to_numpy
+from kanon_duckdb.arrowconv import from_numpy, repeat_string, strings, to_numpy
 from kanon_duckdb.udf_spec import UDF, UdfContext, first_value
 
 _PUBLISHED = ("ec BIGINT[], size BIGINT[], suppressed BOOLEAN[], lo_i BIGINT[][], hi_i BIGINT[][], "
@@ -91,11 +91,19 @@ def _published(res, rows) -> pa.StructArray:
             arr = from_numpy(vals, pa.float64(), mask=np.isnan(vals))
         return _columns_list(arr, n_out, len(cols))
 
-    # node ids per tree, dictionary-decoded to labels, tree after tree
-    labels = (pa.concat_arrays([
-        cast(pa.DictionaryArray.from_arrays(from_numpy(at(g.nodes[:, j]), pa.int32()),
-                                            strings(t.labels)), pa.string())
-        for j, t in enumerate(data.trees)]) if data.dc else strings([]))
+    # node ids per tree, tree after tree, as indices into one dictionary of every tree's labels
+    # (DuckDB decodes it, cheaper than materializing the strings here); a NULL label (the NULL
+    # leaf) is a NULL index
+    labels = strings([])
+    if data.dc:
+        names = [label for t in data.trees for label in t.labels]
+        starts = np.cumsum([0] + [len(t.labels) for t in data.trees])
+        index = np.concatenate([at(g.nodes[:, j]).astype(np.int32) + np.int32(starts[j])
+                                for j in range(data.dc)])
+        null = np.fromiter((v is None for v in names), dtype=bool, count=len(names))
+        labels = pa.DictionaryArray.from_arrays(
+            from_numpy(index, pa.int32(), mask=null[index] if null.any() else None),
+            strings(names))
     sup = np.zeros(C, dtype=bool)
     if g.suppressed is not None:
         sup = np.bincount(g.ec, weights=g.suppressed.astype(np.float64), minlength=C) > 0
@@ -222,10 +230,11 @@ def read_in_order(cur, source, algo: str) -> bool:
         return False
     if get_algorithm(algo).family == "lattice":
         return False
-    rows, ordered = cur.execute(
-        "SELECT (SELECT max(estimated_size) FROM duckdb_tables() WHERE database_name = ? "
-        "AND schema_name = ? AND table_name = ?), current_setting('preserve_insertion_order')",
-        list(source.parts)).fetchall()[0]
+    found = cur.execute(
+        "SELECT estimated_size, current_setting('preserve_insertion_order') FROM duckdb_tables() "
+        "WHERE database_name = ? AND schema_name = ? AND table_name = ?",
+        list(source.parts)).fetchall()
+    rows, ordered = found[0] if len(found) == 1 else (None, False)  # none: a view
     return rows is not None and rows <= POSITIONAL_ROWS and bool(ordered)
 
 
