@@ -193,18 +193,19 @@ def _cache_only():
 
 
 def _preload() -> None:
-    """What the first mondrian ``k_anonymize`` imports and loads: numba, the
-    mondrian family, its kernels, the row-assignment kernels; run once on the 400-row warm-up
-    table in a private in-memory database (``anonymize`` needs no registration)."""
+    """What the first mondrian ``k_anonymize`` imports and loads: numba, the mondrian family
+    and its kernels; run once on the 400-row warm-up table in a private in-memory database
+    (``anonymize`` needs no registration). Not the row-assignment kernels: a first call on a
+    base table of up to ``udfs.anonymize.POSITIONAL_ROWS`` rows pairs rows by position instead."""
     _local.quiet = True
     try:
         from . import _numba_config  # noqa: F401 - numba itself (and its BLAS check)
         from numba.core.compiler_lock import global_compiler_lock
         import duckdb
 
+        from . import output_sql  # noqa: F401 - the statement's SQL, which the first call reads
         from .algorithms import get_algorithm
         from .anonymize import anonymize
-        from .assignment import Assignment, Assignments
         get_algorithm("mondrian")
         # Everything that touches numba's typing state runs under numba's own compiler lock: a
         # refresh or an aborted compile here racing the compile of the caller's first run (empty
@@ -216,13 +217,8 @@ def _preload() -> None:
             try:
                 con.execute(_WARMUP_SQL)
                 with _cache_only():
-                    res = anonymize(con, "__kanon_warmup", k=5, algo="mondrian", qi=_PRELOAD_QI,
-                                    record=False)
-                    store = Assignments()
-                    keys = res.row_key.copy()
-                    keys.flags.writeable = False  # as the UDF gets them from Arrow
-                    token = store.start(Assignment(res.row_key, res.generalized.ec, res.data))
-                    store.classes_of(token, keys)
+                    anonymize(con, "__kanon_warmup", k=5, algo="mondrian", qi=_PRELOAD_QI,
+                              record=False)
             finally:
                 con.close()
     except _CacheMiss:

@@ -254,3 +254,20 @@ def test_a_cached_kernel_loads_without_numbas_context_refresh_and_compiles_after
     first, second = (" ".join(r) for r in runs)
     assert first.startswith("[5, 6, 7] ['_remap_codes', 'uses_registries'] True 3"), first
     assert second.startswith("[5, 6, 7] ['uses_registries'] False 3"), second
+
+
+def test_has_class_models_reads_the_spec_as_the_kernel_does():
+    # the property no longer calls the kernel (one cached kernel fewer on every first call)
+    import dataclasses
+    import itertools
+
+    from kanon_duckdb.privacy import _kernels as K
+    from kanon_duckdb.privacy.spec import no_models
+    base = no_models(4, k=3)
+    seen = set()
+    for a, b, t in itertools.product([0, 1, 3], [0, 1, 2], [-1.0, 0.0, 0.25]):
+        spec = dataclasses.replace(base, ip=np.array([a, b], dtype=np.int64),
+                                   fp=np.array([3.0, 0.0, 0.0, t]))
+        assert spec.has_class_models == bool(K.has_class_models(spec.packed())), (a, b, t)
+        seen.add(spec.has_class_models)
+    assert seen == {True, False}

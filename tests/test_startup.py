@@ -206,13 +206,19 @@ def _kernels_loaded(preload: str):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def test_the_preload_loads_exactly_the_kernels_of_adults_first_call():
+def test_the_preload_loads_the_kernels_of_adults_first_call_and_little_else():
     # the first call then loads nothing, and the preload spends nothing on kernels that call
-    # does not use (its warm-up table's DOUBLE QI added _fill_float and the rank path)
+    # does not use (its warm-up table's DOUBLE QI added _fill_float and the rank path, and the
+    # row-assignment kernels, which a base table of Adult's size no longer uses), except the
+    # remap of a text QI without a tree (the warm-up table's; common in users' tables)
     preloaded, then = _kernels_loaded("1")
     nothing, first_call = _kernels_loaded("0")
-    assert nothing == [] and len(first_call) >= 8
-    assert then == [] and preloaded == first_call
+    assert nothing == [] and len(first_call) >= 5
+    assert then == [] and set(first_call) <= set(preloaded)
+    assert {f.split("(")[0] for f in set(preloaded) - set(first_call)} <= {
+        "kanon_duckdb.encoding._remap_codes"}
+    # k alone: the privacy kernels are not loaded (spec.has_class_models reads no kernel)
+    assert not [f for f in first_call if "privacy" in f]
 
 
 def test_the_preload_starts_after_the_functions_and_before_the_macros(monkeypatch):
