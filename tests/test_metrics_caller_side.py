@@ -303,3 +303,21 @@ def test_mapping_of_a_full_domain_run_on_a_temp_source(con):
     finally:
         cur.execute("DROP TABLE IF EXISTS a_opt_copy")
         cur.close()
+
+
+def test_kanon_metrics_from_a_column_on_a_temp_table_names_the_constant_forms(con):
+    """A name from a column reaches kanon_metrics at run time, on a cursor, which cannot see a
+    TEMP table; nothing can read it in the caller's query then (relation.py). The error says so
+    and names kanon_compare with those names, which works; base tables from a column work."""
+    with _caller(con, "temp_table", "a", "a_side") as cur:
+        sql = "SELECT t, kanon_metrics(t).gcp FROM (VALUES ('a'), ('a_side')) v(t) ORDER BY t"
+        with pytest.raises(duckdb.Error, match=r"a_side does not exist.*TEMP table.*"
+                                               r"kanon_compare\(\['a', 'a_side'\]\)"):
+            cur.sql(sql).fetchall()
+        gcp = con.sql("SELECT gcp('a')").fetchall()[0][0]
+        assert cur.sql("SELECT \"table\", gcp FROM kanon_compare(['a', 'a_side']) ORDER BY 1"
+                       ).fetchall() == [("a", pytest.approx(gcp)), ("a_side", pytest.approx(gcp))]
+        assert cur.sql("SELECT t, kanon_metrics(t).gcp FROM (VALUES ('a')) v(t)").fetchall() == \
+            [("a", pytest.approx(gcp))]
+        with pytest.raises(duckdb.Error, match="nope_tbl does not exist"):
+            cur.sql("SELECT kanon_metrics(t) FROM (VALUES ('nope_tbl')) v(t)").fetchall()
