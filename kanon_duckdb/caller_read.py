@@ -174,11 +174,13 @@ FROM __kanon_cells"""
 
 def rebuild(cur, name: str, names, types, rows) -> Source:
     """The relation the caller's query handed over (column ``names``, DuckDB ``types`` texts,
-    ``rows`` a ListArray of VARCHAR lists, one per row) as a TEMP view of the reader cursor
+    ``rows`` a ListArray of VARCHAR lists, one per row) registered on the reader cursor
     ``cur``, cast back to its types; the Source keeps the relation's name (runs and taxonomies
     are recorded and looked up by it). O(n·d)."""
     view = f"__kanon_caller_{next(_views)}"  # not the relation's name: that may be taken
-    typed(cur, names, types, rows).create_view(view, replace=True)
+    # registered, not create_view: in a database file DuckDB refuses a view reading a Python
+    # object (it could be stored); a registered one lives with the cursor
+    cur.register(view, typed(cur, names, types, rows))
     return Source(name, quote_ident(view), list(zip(names, types)), "table")
 
 
