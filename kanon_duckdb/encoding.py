@@ -175,8 +175,7 @@ def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False,
     sel = [row_key_sql(plan)]
     _check_int_range(con, plan)
     for c in plan.numeric:
-        # integers travel exactly as BIGINT (codec.py); everything else as DOUBLE
-        sel.append(f"TRY_CAST({quote_ident(c)} AS {'BIGINT' if c in plan.integer else 'DOUBLE'})")
+        sel.append(f"TRY_CAST({quote_ident(c)} AS {_travel_type(plan, c)})")
         if plan.types[c].split("(")[0].upper() in ("VARCHAR", "TEXT", "STRING"):
             _check_numeric_text(con, plan, c)
     for c in plan.categorical:
@@ -288,8 +287,8 @@ PARALLEL_ENCODE_ROWS = 1 << 17  # from this many rows, categorical columns encod
 
 def _numeric_fills(con, query: str, plan: QIPlan) -> tuple:
     """(row count, one :class:`_NumericFill` per numeric QI) from one aggregate over ``query``
-    (whose columns 1..dn are the numeric QIs as BIGINT or DOUBLE): the exact extremes decide
-    each column's codec before the rows stream. NaN counts as NULL, so it is left out."""
+    (whose columns 1..dn are the numeric QIs as INTEGER, BIGINT or DOUBLE): the exact extremes
+    decide each column's codec before the rows stream. NaN counts as NULL, so it is left out."""
     parts = ["count(*)"]
     for i, c in enumerate(plan.numeric):
         x = f"#{i + 2}"
@@ -341,8 +340,8 @@ class _NumericFill:
             return
         if self.is_int:
             sentinel = (float(self.lo) if self.kind == "plain" else 0.0) - NULL_OFFSET
-            _fill_int(np.ascontiguousarray(filled(col, 0), dtype=np.int64),
-                      valid, np.int64(self.base), sentinel, num[a:b], num_null[a:b], j)
+            _fill_int(filled(col, 0), valid, np.int64(self.base), sentinel, num[a:b],
+                      num_null[a:b], j)  # int32 (INTEGER) or int64 (BIGINT) values
         else:
             _fill_float(np.ascontiguousarray(to_numpy(col), dtype=np.float64),
                         valid, self.lo - NULL_OFFSET, num[a:b], num_null[a:b], j)
@@ -376,11 +375,21 @@ def _remap_codes(lut, out, j):
 
 
 _WIDE_INT = {"UBIGINT", "HUGEINT", "UHUGEINT"}
+_NARROW_INT = {"TINYINT", "SMALLINT", "INTEGER", "UTINYINT", "USMALLINT"}  # fit in INTEGER
+
+
+def _travel_type(plan, c) -> str:
+    """The SQL type numeric QI ``c`` is read as: integers exactly, as INTEGER when every value
+    of the type fits (half the bytes of BIGINT to export and read), else as BIGINT (codec.py);
+    everything else as DOUBLE."""
+    if c not in plan.integer:
+        return "DOUBLE"
+    return "INTEGER" if plan.types[c].split("(")[0].upper() in _NARROW_INT else "BIGINT"
 
 
 def _check_int_range(con, plan):
-    """Integers travel as BIGINT (their bounds are published exactly, in the column's type): a
-    wider integer column must hold only values in the BIGINT range, else the call is refused
+    """Integers travel as BIGINT at most (their bounds are published exactly, in the column's
+    type): a wider integer column must hold only values in the BIGINT range, else the call is refused
     (naming the column and the fix). One aggregate over the wide columns only."""
     wide = [c for c in plan.integer if plan.types[c].split("(")[0].upper() in _WIDE_INT]
     if not wide:
@@ -400,7 +409,8 @@ def _check_int_range(con, plan):
 
 @njit
 def _fill_int(vals, valid, base, sentinel, out, out_null, j):
-    """out[:, j] = float(v - base); NULL -> sentinel with out_null set."""
+    """out[:, j] = float(v - base) (v int32 or int64, exact); NULL -> sentinel with out_null
+    set."""
     n = vals.shape[0]
     has_mask = valid.shape[0] == n
     for i in range(n):
