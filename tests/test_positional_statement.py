@@ -71,10 +71,13 @@ def test_a_base_table_is_paired_by_position_and_equals_the_class_join_path(con, 
     assert con.execute("SELECT n_rows, algo FROM kanon_runs WHERE run_id = ?", [run[0][0]]).fetchall() == [(600, algo)]
 
 
-def test_which_relations_are_paired_by_position(con, monkeypatch):
+def test_which_relations_are_paired_by_position(con, monkeypatch, tmp_path):
+    con.execute(f"ATTACH '{tmp_path}/other.duckdb' AS other")
+    con.execute("CREATE TABLE other.main.t2 AS SELECT * FROM t")
     cur = con.cursor()
     try:
         assert read_in_order(cur, resolve_source(cur, "t"), "mondrian")
+        assert read_in_order(cur, resolve_source(cur, "other.main.t2"), "mondrian")  # DuckDB file
         assert not read_in_order(cur, resolve_source(cur, "t_view"), "mondrian")
         assert not read_in_order(cur, resolve_source(cur, "t"), "optimal")  # a histogram run
         monkeypatch.setattr(udf_anonymize, "POSITIONAL_ROWS", 599)
@@ -83,6 +86,7 @@ def test_which_relations_are_paired_by_position(con, monkeypatch):
         assert read_in_order(cur, resolve_source(cur, "t"), "mondrian")
     finally:
         cur.close()
+        con.execute("DETACH other")
 
 
 def test_unordered_scans_take_the_class_join_path():

@@ -220,8 +220,9 @@ POSITIONAL_ROWS = 250_000
 
 def read_in_order(cur, source, algo: str) -> bool:
     """True when the statement may pair the run's rows with a second read of ``source`` by
-    position (``output_sql.positional_sql``): ``source`` is a base table of the catalog (a scan
-    returns its rows in one order: not a view, a file or a registered object) of at most
+    position (``output_sql.positional_sql``): ``source`` is a base table of a DuckDB database (a
+    scan returns its rows in one order: not a view, a file, a registered object or a table of
+    an attached SQLite/Postgres/... database) of at most
     ``POSITIONAL_ROWS`` rows, insertion order is preserved (the default), and ``algo`` classes
     rows (not the histogram of distinct tuples the full-domain family reads). One catalog
     look-up."""
@@ -232,9 +233,10 @@ def read_in_order(cur, source, algo: str) -> bool:
         return False
     found = cur.execute(
         "SELECT estimated_size, current_setting('preserve_insertion_order') FROM duckdb_tables() "
-        "WHERE database_name = ? AND schema_name = ? AND table_name = ?",
+        "JOIN duckdb_databases() USING (database_name) WHERE type = 'duckdb' "
+        "AND database_name = ? AND schema_name = ? AND table_name = ?",
         list(source.parts)).fetchall()
-    rows, ordered = found[0] if len(found) == 1 else (None, False)  # none: a view
+    rows, ordered = found[0] if len(found) == 1 else (None, False)  # none: a view, not DuckDB
     return rows is not None and rows <= POSITIONAL_ROWS and bool(ordered)
 
 
