@@ -218,24 +218,37 @@ class NodeChecker:
             rep, cnt = (self._norep[0], self._norep[1]) if tab is None else tab[:2]
             rep, cnt, cls = K.group_tuple(sp.codes, rep, cnt, tab is None, cols, cap, want_cls)
             return rep, cnt, cls, sp.codes[cols[:, None], rep[None, :]]
+        # a QI with one code at this node (its top) adds 0 to every key: leave its column out
+        live = np.flatnonzero(sp.mcol[cols] > 1)
+        full = live.size == sp.d
+        if not full:
+            cols, strides = cols[live], strides[live]
         if tab is None and cap < _NO_CAP and self.t >= self.parallel_min:  # long: in chunks
             key_scr, val_scr, dense_scr = self._chunk_scratch()
-            return K.group_node_parallel(sp.codes, cols, self._nolut, self._nolut, False,
-                                         self._norep[0], self._norep[1], True, strides, ks, cap,
-                                         key_scr, val_scr, dense_scr, self._hkey, self._hval,
-                                         want_cls)
-        if tab is None:
-            return K.group_node(sp.codes, cols, self._nolut, self._nolut, False, self._norep[0],
-                                self._norep[1], True, strides, ks, cap, self._dense, self._hkey,
-                                self._hval, self._keybuf, want_cls)
-        rep, cnt, kc, below = tab
-        maps = [sp.level_map(j, below[j], levels[j]) for j in range(sp.d)]
-        off = np.zeros(sp.d, dtype=np.int64)
-        if sp.d > 1:
-            off[1:] = np.cumsum([m.size for m in maps[:-1]])
-        lut = np.concatenate(maps) if maps else self._nolut
-        return K.group_node(kc, self._qi_rows, lut, off, True, rep, cnt, False, strides, ks, cap,
-                            self._dense, self._hkey, self._hval, self._keybuf, want_cls)
+            out = K.group_node_parallel(sp.codes, cols, self._nolut, self._nolut, False,
+                                        self._norep[0], self._norep[1], True, strides, ks, cap,
+                                        key_scr, val_scr, dense_scr, self._hkey, self._hval,
+                                        want_cls)
+        elif tab is None:
+            out = K.group_node(sp.codes, cols, self._nolut, self._nolut, False, self._norep[0],
+                               self._norep[1], True, strides, ks, cap, self._dense, self._hkey,
+                               self._hval, self._keybuf, want_cls)
+        else:
+            rep, cnt, kc, below = tab
+            maps = [sp.level_map(j, below[j], levels[j]) for j in range(sp.d)]
+            off = np.zeros(sp.d, dtype=np.int64)
+            if sp.d > 1:
+                off[1:] = np.cumsum([m.size for m in maps[:-1]])
+            lut = np.concatenate(maps) if maps else self._nolut
+            rows = self._qi_rows if full else self._qi_rows[live]
+            out = K.group_node(kc, rows, lut, off if full else off[live], True, rep, cnt, False,
+                               strides, ks, cap, self._dense, self._hkey, self._hval,
+                               self._keybuf, want_cls)
+        if full:
+            return out
+        kc = np.zeros((sp.d, out[3].shape[1]), dtype=out[3].dtype)  # constant QIs: code 0
+        kc[live] = out[3]
+        return out[0], out[1], out[2], kc
 
     def _chunk_scratch(self):
         """Per-thread tables of ``group_node_parallel`` (allocated on first use): one row per
