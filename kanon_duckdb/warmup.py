@@ -160,8 +160,33 @@ def preload_in_background() -> None:
     import os
     if _preload_thread is not None or os.environ.get("KANON_DUCKDB_PRELOAD", "1") == "0":
         return
-    _preload_thread = threading.Thread(target=_preload, name="kanon-preload")
+    _preload_thread = threading.Thread(target=_preload, args=(_hand_over_sooner(),),
+                                       name="kanon-preload")
     _preload_thread.start()
+
+
+PRELOAD_SWITCH_INTERVAL = 0.0005  # seconds; Python's default is 0.005
+
+
+def _hand_over_sooner() -> float | None:
+    """Shorten the interpreter's GIL switch interval while the preload runs; returns the value
+    to restore (None: left as it was). DuckDB takes the GIL back after every statement of a
+    batch, and a thread waiting for the GIL waits up to one switch interval for the holder to
+    drop it: with the preload importing (holding the GIL), the ~100 statements of
+    ``register()`` and the caller's own statements each waited up to 5 ms."""
+    import sys
+    previous = sys.getswitchinterval()
+    if previous <= PRELOAD_SWITCH_INTERVAL:
+        return None
+    sys.setswitchinterval(PRELOAD_SWITCH_INTERVAL)
+    return previous
+
+
+def _restore_switch_interval(previous: float | None) -> None:
+    """Put back the interval :func:`_hand_over_sooner` replaced, unless someone changed it."""
+    import sys
+    if previous is not None and abs(sys.getswitchinterval() - PRELOAD_SWITCH_INTERVAL) < 1e-9:
+        sys.setswitchinterval(previous)
 
 
 class _CacheMiss(Exception):
@@ -192,7 +217,7 @@ def _cache_only():
         event.unregister("numba:compile", listener)
 
 
-def _preload() -> None:
+def _preload(previous_interval: float | None = None) -> None:
     """What the first mondrian ``k_anonymize`` imports and loads: numba, the mondrian family
     and its kernels; run once on the 400-row warm-up table in a private in-memory database
     (``anonymize`` needs no registration). Not the row-assignment kernels: a first call on a
@@ -225,3 +250,5 @@ def _preload() -> None:
         log.debug("kanon_duckdb preload stopped: a kernel is not in numba's cache")
     except Exception:  # noqa: BLE001 - an optimisation only; the real call reports errors
         log.debug("kanon_duckdb preload failed", exc_info=True)
+    finally:
+        _restore_switch_interval(previous_interval)

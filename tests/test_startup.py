@@ -240,3 +240,30 @@ def test_the_preload_starts_after_the_functions_and_before_the_macros(monkeypatc
                            "'k_anonymize'").fetchall() == [(1,)]
     finally:
         con.close()
+
+
+def test_the_preload_shortens_the_gil_switch_interval_while_it_runs_only():
+    # DuckDB retakes the GIL after each statement; with the preload holding it, each waited up
+    # to the 5 ms default (about 100 statements in register())
+    from kanon_duckdb import warmup as W
+    before = sys.getswitchinterval()
+    try:
+        sys.setswitchinterval(0.005)
+        previous = W._hand_over_sooner()
+        assert previous == 0.005 and sys.getswitchinterval() == W.PRELOAD_SWITCH_INTERVAL
+        W._restore_switch_interval(previous)
+        assert sys.getswitchinterval() == 0.005
+        previous = W._hand_over_sooner()
+        sys.setswitchinterval(0.002)  # the caller's own setting wins
+        W._restore_switch_interval(previous)
+        assert sys.getswitchinterval() == 0.002
+        sys.setswitchinterval(0.0001)  # already shorter: left alone
+        assert W._hand_over_sooner() is None and sys.getswitchinterval() == pytest.approx(1e-4)
+    finally:
+        sys.setswitchinterval(before)
+    code = ("import sys, kanon_duckdb\nfrom kanon_duckdb import warmup\n"
+            "con = kanon_duckdb.connect()\nwarmup._preload_thread.join()\n"
+            "print(sys.getswitchinterval()); con.close()\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "KANON_DUCKDB_PRELOAD": "1"})
+    assert float(out.stdout.split()[-1]) == 0.005
