@@ -6,10 +6,12 @@ into a TEMP table ``ta``. For each statement below, timed in turn (interleaved, 
 median CPU seconds user + system of this process and wall seconds; CPU is steadier on a shared
 machine):
 
-- inner: the macro's own body (``__kanon_here_<name>``), i.e. the base-table path before the
-  dispatcher existed: the baseline;
+- inner: the macro's own body (``__kanon_here_<name>(NULL::INTEGER, ...)``), i.e. the
+  base-table path without the dispatcher: the baseline;
 - base:  the public macro on the base table (dispatcher: one folded UDF call and one query());
-- temp:  the public macro on the TEMP table (its rows handed to a cursor as text).
+- temp:  the public macro on the TEMP table (its rows handed to a cursor as text);
+- query_error: a COUNT grouped by a QI, raw = the source table, anonymized = ``a`` vs ``ta``
+  (the raw answer runs in the caller's query, the estimate on the cursor).
 
 Peak RSS (VmHWM) is printed after the base rounds and after the TEMP rounds.
 
@@ -31,13 +33,21 @@ from bench_relations import cpu_seconds, peak_rss_mb  # noqa: E402
 
 def _stmts(qi):
     q = "[" + ", ".join(f"'{c}'" for c in qi[:3]) + "]"
-    return {
-        "gcp": "SELECT {p}gcp('{t}')",
-        "discernibility": "SELECT {p}discernibility('{t}')",
-        "cavg": "SELECT {p}cavg('{t}', 10)",
-        "suppression": "SELECT {p}suppression('{t}')",
-        "k_anonymity": f"SELECT {{p}}k_anonymity('{{t}}', {q})",
+    return {  # {p}: the inner name's prefix and its side argument, or nothing
+        "gcp": "SELECT {p}gcp({s}'{t}')",
+        "discernibility": "SELECT {p}discernibility({s}'{t}')",
+        "cavg": "SELECT {p}cavg({s}'{t}', 10)",
+        "suppression": "SELECT {p}suppression({s}'{t}')",
+        "k_anonymity": f"SELECT {{p}}k_anonymity({{s}}'{{t}}', {q})",
     }
+
+
+def _query_error(qi):
+    """query_error of a COUNT grouped by a categorical QI under a range on a numeric one,
+    raw = ``{src}`` (a base table), anonymized = ``{t}``."""
+    num, cat = (("age", "workclass") if "age" in qi else ("n1", "c1"))
+    return (f"SELECT count(*) FROM query_error('SELECT {cat}, count(*) FROM {{src}} WHERE "
+            f"{num} > 40 GROUP BY {cat}', '{{src}}', '{{t}}')")
 
 
 def _time(con, sql, repeat):
@@ -75,16 +85,20 @@ def main(argv=None):
           f"{'TEMP':>18} {'TEMP/base CPU':>14}")
     rows = []
     for name, sql in _stmts(qi).items():
-        inner = _time(con, sql.format(p="__kanon_here_", t="a"), args.repeat)
-        base = _time(con, sql.format(p="", t="a"), args.repeat)
+        inner = _time(con, sql.format(p="__kanon_here_", s="NULL::INTEGER, ", t="a"), args.repeat)
+        base = _time(con, sql.format(p="", s="", t="a"), args.repeat)
         rows.append((name, sql, inner, base))
     rss_base = peak_rss_mb()
     for name, sql, inner, base in rows:
-        temp = _time(con, sql.format(p="", t="ta"), args.repeat)
+        temp = _time(con, sql.format(p="", s="", t="ta"), args.repeat)
         print(f"{name:16} {inner[0]:8.4f} /{inner[1]:8.4f} {base[0]:8.4f} /{base[1]:8.4f} "
               f"{base[0] / inner[0]:15.2f} {temp[0]:8.4f} /{temp[1]:8.4f} {temp[0] / base[0]:14.1f}")
+    qe = _query_error(qi)
+    base, temp = (_time(con, qe.format(src=src, t=t), args.repeat) for t in ("a", "ta"))
+    print(f"{'query_error':16} {'-':>18} {base[0]:8.4f} /{base[1]:8.4f} {'-':>15} "
+          f"{temp[0]:8.4f} /{temp[1]:8.4f} {temp[0] / base[0]:14.1f}")
     print(f"peak RSS: {rss_base:.0f} MB after the base-table rounds, {peak_rss_mb():.0f} MB "
-          f"after the TEMP rounds")
+          f"after the TEMP rounds (query_error last)")
     con.close()
 
 
