@@ -34,7 +34,7 @@ def _reference(labels, batches, weights=None):
     return codes, list(index), counts, nulls
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(values=st.lists(_VALUES, max_size=300), labels=st.lists(st.text(max_size=10), unique=True,
                                                                max_size=20),
        cuts=st.lists(st.integers(0, 300), max_size=4), weighted=st.booleans(),
