@@ -60,3 +60,19 @@ def test_doc_sentence_extraction():
            "CREATE MACRO h() AS 1;\n")
     assert macro_docs(sql) == [("f", "f(a, b): adds two numbers."),
                                ("g", "g(x) Squares x. Really."), ("h", None)]
+
+
+def test_macro_kinds_read_from_the_scripts_equal_duckdbs():
+    """apply_comments takes each macro's kind (COMMENT ON MACRO vs MACRO TABLE) from its CREATE
+    in sql/ instead of listing duckdb_functions(): the same kinds DuckDB registered."""
+    from kanon_duckdb import registration
+    from kanon_duckdb.help import macro_kinds
+    con = kanon_duckdb.connect()
+    try:
+        parsed = {n: k for _, t in registration.sql_scripts() for n, k in macro_kinds(t).items()}
+        got = dict(con.execute("SELECT DISTINCT function_name, function_type FROM duckdb_functions() "
+                               "WHERE function_type IN ('macro', 'table_macro')").fetchall())
+        assert len(parsed) > 40 and "table_macro" in parsed.values()
+        assert {n: got.get(n) for n in parsed} == parsed
+    finally:
+        con.close()
