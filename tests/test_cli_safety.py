@@ -220,18 +220,25 @@ def test_killed_at_many_random_points(tmp_path):
     _kill_at_random_points(tmp_path, 15, signal.SIGINT, seed=9)
 
 
-def test_a_run_failing_after_it_was_recorded_leaves_no_run_row(tmp_path, monkeypatch, capsys):
-    """Deterministic version of a kill between recording the run and committing its output."""
+@pytest.mark.parametrize("path", ["positional", "class join"])
+def test_a_run_failing_after_it_was_recorded_leaves_no_run_row(tmp_path, monkeypatch, capsys, path):
+    """Deterministic version of a kill between recording the run and committing its output,
+    on both ways of publishing (output_sql.positional_sql and output_sql.output_sql)."""
     from kanon_duckdb import assignment
+    from kanon_duckdb.udfs import anonymize as udf_anonymize
     db = tmp_path / "w.duckdb"
     con = duckdb.connect(str(db))
     con.execute("CREATE TABLE src AS SELECT i AS id, (i * 7) % 80 AS age FROM range(100) r(i)")
     con.close()
 
-    def boom(self, token, rid):
+    def boom(*_args):
         raise RuntimeError("killed while writing the output")
 
-    monkeypatch.setattr(type(assignment.STORE), "classes_of", boom)
+    if path == "positional":  # the run's rows are handed over after it was recorded
+        monkeypatch.setattr(udf_anonymize, "rows_arrow", boom)
+    else:
+        monkeypatch.setattr(udf_anonymize, "POSITIONAL_ROWS", 0)
+        monkeypatch.setattr(type(assignment.STORE), "classes_of", boom)
     for target in (["--out", "t"], ["--db", str(tmp_path / "s.duckdb"), "--out", str(tmp_path / "o.parquet")]):
         assert cli.main(["anonymize", str(db), "--table", "src", "--k", "3", "--qi", "age",
                          *target]) == 1
