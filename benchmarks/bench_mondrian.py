@@ -82,7 +82,8 @@ def adult_rows(ks, qi, reps=3):
 
 
 STAGES = (("encode", "kanon_duckdb.anonymize", "encode"),
-          ("kernel", "kanon_duckdb.algorithms.mondrian", "mondrian_partition"),
+          ("codes", "kanon_duckdb.algorithms.mondrian", "code_dimensions"),  # kernel CPU = codes
+          ("kernel", "kanon_duckdb.algorithms.mondrian", "mondrian_partition"),  # + kernel
           ("assignment build", "kanon_duckdb.assignment", "Assignment"),
           ("row look-ups", "kanon_duckdb.assignment", "STORE.classes_of"))
 
