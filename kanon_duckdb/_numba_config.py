@@ -66,6 +66,11 @@ from numba.core.runtime import rtsys  # noqa: E402
 # (and again inside every kernel that links it) for first-class function use, which no kernel
 # here needs: about 1.5 s less of the demo path's cold compile (21-25 s CPU, shared machine)
 NJIT = dict(cache=True, nogil=True, no_cfunc_wrapper=True)
+# Literal arguments: a kernel called from another with a constant (f(x, 1)), or with a variable
+# that starts as a constant (a = -1; loop: a = t; f(a)), is compiled for Literal[int](1) /
+# Literal[int](-1) as well as for int64 (numba's typing passes see the constant first and
+# compile eagerly). Write np.int64(1) / a = np.int64(-1) where the kernel is large or also
+# called with a variable: one compile instead of two (cold compile and the test run).
 NJIT_PARALLEL = dict(cache=True, nogil=True, parallel=True, no_cfunc_wrapper=True)
 
 

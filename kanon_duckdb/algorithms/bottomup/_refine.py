@@ -313,7 +313,7 @@ def _neighbours(C, M, rd, S, dn, scale, gmin, base, ch, span, QF, nbt, nbc):
     for A in range(C):
         for j in range(d):
             Pt[A, j] = 0.5 * (lo[A, j] + hi[A, j]) / span[j]
-    knn = _kd_knn(Pt, Q, 8, ask)
+    knn = _kd_knn(Pt, Q, np.int64(8), ask)  # np.int64: no extra Literal compile (_numba_config)
     bi = np.empty(M)
     for A in range(C):
         if not ask[A]:
@@ -409,7 +409,7 @@ def _move_pass(X, ec, k, rd, C, S, nbt, nbc, dn, scale, gmin, base, ch, P, PV, b
             r = buf[t]
             dA = (size[A] - 1) * wtot[r] - cost[A]
             best = -EPS - dA  # the joining class must add less than this
-            bB = -1
+            bB = np.int64(-1)  # np.int64: no extra Literal compile (_numba_config)
             for q in range(nbc[A]):
                 B = nbt[A, q]
                 if tot[B] >= best:  # joining adds at least the class's own NCP
@@ -454,8 +454,8 @@ def _swap_pass(X, ec, rd, C, S, nbt, nbc, dn, scale, gmin, base, ch, P, PV, bufa
             minb = np.inf
             for ib in range(mb):
                 minb = min(minb, sB * wtot[bufb[ib]])
-            br = -1
-            bs = -1
+            br = np.int64(-1)  # np.int64: no extra Literal compile (_numba_config)
+            bs = np.int64(-1)
             for ia in range(ma):
                 r = bufa[ia]
                 la = sA * wtot[r]  # A without r costs at least this

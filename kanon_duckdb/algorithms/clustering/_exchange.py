@@ -314,7 +314,8 @@ def exchange_toward(ds, lab, C, guide, n_guide, tried, k, max_size, max_cand):
     """
     nlo, nhi, nnn, clo, chi, ncp = _stats(ds, C)
     _fill_all(ds, lab, C, nlo, nhi, nnn, clo, chi, ncp)
-    rel, sw, _ = _exchange(ds, lab, C, guide, n_guide, tried, k, max_size, max_cand, 0,
+    rel, sw, _ = _exchange(ds, lab, C, guide, n_guide, tried, k, max_size, max_cand,
+                           np.int64(0),  # exchange_worst's specialization (_numba_config)
                            nlo, nhi, nnn, clo, chi, ncp)
     return rel, sw
 

@@ -120,7 +120,7 @@ def two_means(ds, ids, max_iter, side):
     cnum1 = np.empty(dn)
     ccat1 = np.empty(dc, dtype=np.int32)
     _center(ds, ids, use, cnum1, ccat1)  # mean center M
-    a = -1
+    a = np.int64(-1)  # np.int64: no extra Literal compile (_numba_config)
     best = -1.0
     for t in range(m):
         if use[t]:
@@ -128,7 +128,7 @@ def two_means(ds, ids, max_iter, side):
             if dd > best:
                 best = dd
                 a = t
-    b = -1
+    b = np.int64(-1)
     best = -1.0
     for t in range(m):
         if use[t]:

@@ -69,9 +69,11 @@ def kmember_blocks(ds, order, bounds, k, B, P, scr_cols, M, ec):
             pos[U[i]] = i
             ec[U[i]] = -1
         state = np.array([m, U[0], 0, 0, 0], dtype=np.int64)
-        _kmember_clusters(ds, st, U, pos, state, ec, k, C, 1, bc, bi, rows, P, h, scr, dv)
+        # np.int64: kmember's own specialization, no extra Literal compile (_numba_config)
+        _kmember_clusters(ds, st, U, pos, state, ec, k, C, np.int64(1), bc, bi, rows, P, h, scr,
+                          dv)
         made = state[2]
-        nl = 0
+        nl = np.int64(0)  # np.int64: no extra Literal compile (_numba_config)
         for i in range(m):  # leftovers, in the block's random order
             if ec[rows[i]] < 0:
                 if nl == left.shape[0]:
