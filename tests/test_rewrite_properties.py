@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -23,8 +24,11 @@ EDU_LEAVES = ["BSc", "MSc", "HS", "11th", "PhD"]
 RACES = ["a", "b", "c", "d"]
 HOURS = [0.5, 1.0, 2.25, 3.0, 4.5]
 
-SETTINGS = settings(max_examples=int(os.environ.get("KANON_HYPOTHESIS_EXAMPLES", "60")), deadline=None,
+# each example builds a DuckDB database (~0.35 s CPU): the default run draws 25 fresh examples
+# per property, the slow step 200 (the *_many tests run the same bodies)
+SETTINGS = settings(max_examples=int(os.environ.get("KANON_HYPOTHESIS_EXAMPLES", "25")), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+MANY = settings(SETTINGS, max_examples=200)
 
 
 def rows_strategy(nulls: bool):
@@ -138,10 +142,14 @@ def _close(a, b):
 
 
 # -------------------------------------------------------------------------- properties
-@SETTINGS
-@given(rows=rows_strategy(nulls=False), pred=PREDICATES, agg=AGGREGATES,
-       grouped=st.booleans(), two=st.booleans())
-def test_rewrite_estimate_is_exact_on_non_generalized_table(rows, pred, agg, grouped, two):
+EXACT_CASES = dict(rows=rows_strategy(nulls=False), pred=PREDICATES, agg=AGGREGATES,
+                   grouped=st.booleans(), two=st.booleans())
+EVALUATOR_CASES = dict(rows=rows_strategy(nulls=True), preds=st.lists(PREDICATES, min_size=1, max_size=4),
+                       aggs=st.lists(AGGREGATES, min_size=4, max_size=4), class_size=st.integers(1, 4),
+                       suppress=st.one_of(st.none(), st.integers(0, 24)))
+
+
+def estimate_is_exact_on_non_generalized_table(rows, pred, agg, grouped, two):
     aggs = f"{agg}, COUNT(*)" if two else agg
     sql = (f"SELECT {'income, ' if grouped else ''}{aggs} FROM raw WHERE {pred}"
            + (" GROUP BY income" if grouped else ""))
@@ -156,11 +164,7 @@ def test_rewrite_estimate_is_exact_on_non_generalized_table(rows, pred, agg, gro
         con.close()
 
 
-@SETTINGS
-@given(rows=rows_strategy(nulls=True), preds=st.lists(PREDICATES, min_size=1, max_size=4),
-       aggs=st.lists(AGGREGATES, min_size=4, max_size=4), class_size=st.integers(1, 4),
-       suppress=st.one_of(st.none(), st.integers(0, 24)))
-def test_workload_evaluator_matches_sql(rows, preds, aggs, class_size, suppress):
+def workload_evaluator_matches_sql(rows, preds, aggs, class_size, suppress):
     con = make_db(rows, generalized_sql(rows, class_size, suppress))
     try:
         queries = [(i + 1, f"SELECT {aggs[i]} FROM raw WHERE {p}") for i, p in enumerate(preds)]
@@ -174,6 +178,32 @@ def test_workload_evaluator_matches_sql(rows, preds, aggs, class_size, suppress)
             assert _close(e, estimate), (sql, e, estimate)
     finally:
         con.close()
+
+
+@SETTINGS
+@given(**EXACT_CASES)
+def test_rewrite_estimate_is_exact_on_non_generalized_table(**case):
+    estimate_is_exact_on_non_generalized_table(**case)
+
+
+@pytest.mark.slow
+@MANY
+@given(**EXACT_CASES)
+def test_rewrite_estimate_is_exact_on_non_generalized_table_many(**case):
+    estimate_is_exact_on_non_generalized_table(**case)
+
+
+@SETTINGS
+@given(**EVALUATOR_CASES)
+def test_workload_evaluator_matches_sql(**case):
+    workload_evaluator_matches_sql(**case)
+
+
+@pytest.mark.slow
+@MANY
+@given(**EVALUATOR_CASES)
+def test_workload_evaluator_matches_sql_many(**case):
+    workload_evaluator_matches_sql(**case)
 
 
 def test_generalized_helper_builds_valid_classes():
