@@ -385,6 +385,12 @@ class NodeChecker:
             small = ~self.privacy.classes_ok(cls, crep.shape[0])
         n_sup = int(ccnt[small].sum())
         keep = np.flatnonzero(~small)
+        # the tuples come from a parallel GROUP BY in no fixed order: number the classes by their
+        # generalized values so the same node always publishes the same class ids
+        node_cols = [sp.cnode[sp.coff[c] + sp.codes[c][crep[keep]].astype(np.int64)]
+                     for c in sp.cols(key)]
+        if node_cols:
+            keep = keep[np.lexsort(node_cols[::-1])]
         new_id = np.full(crep.shape[0], keep.size, dtype=np.int64)  # suppressed -> last class
         new_id[keep] = np.arange(keep.size)
         ec = new_id[cls]
