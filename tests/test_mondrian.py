@@ -231,3 +231,53 @@ def test_split_keeps_its_row_order_and_gathers_each_sides_extremes(d, n, seed):
         if b > a:
             assert np.array_equal(kid_lo[side], W[a:b].min(axis=0))
             assert np.array_equal(kid_hi[side], W[a:b].max(axis=0))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_threads_share_a_round_without_changing_the_partition(monkeypatch, seed):
+    """Every round's segments cut into 1, 2 or 3 threads' shares (threshold lowered so small
+    tables take the threaded path) give the same classes, numbered alike, and published values."""
+    rng = np.random.default_rng(seed)
+    data = naive.random_qidata(rng, 3000, 2, 2, max_leaves=12)
+    monkeypatch.setattr(_kernels, "PARALLEL_MIN_ROWS", 0)
+    shares = []
+    real_shares = _kernels._shares
+    monkeypatch.setattr(_kernels, "_shares", lambda *a: shares.append(real_shares(*a)) or shares[-1])
+    parts = []
+    for n_threads in (1, 2, 3):
+        monkeypatch.setattr(_kernels, "threads", lambda n_threads=n_threads: n_threads)
+        parts.append(run(data, 5, 0, {}))
+    assert max(b.size - 1 for b in shares) == 3  # some round did run in three threads
+    for p in parts[1:]:
+        assert np.array_equal(p.ec, parts[0].ec)
+        assert np.array_equal(p.num_lo, parts[0].num_lo, equal_nan=True)
+        assert np.array_equal(p.num_hi, parts[0].num_hi, equal_nan=True)
+        assert np.array_equal(p.cat_nodes, parts[0].cat_nodes)
+    assert np.bincount(parts[0].ec).min() >= 5
+
+
+def test_shares_cover_the_round_in_order_with_about_equal_rows():
+    seg_s = np.array([0, 10, 12, 40, 41, 100], dtype=np.int64)
+    seg_e = np.array([10, 12, 40, 41, 100, 200], dtype=np.int64)
+    old = _kernels.PARALLEL_MIN_ROWS
+    try:
+        _kernels.PARALLEL_MIN_ROWS = 0
+        assert _kernels._shares(seg_s, seg_e, 2).tolist() == [0, 5, 6]  # rows 100 / 100
+        assert _kernels._shares(seg_s, seg_e, 3).tolist() == [0, 5, 6]  # no third share
+        tens = np.arange(0, 60, 10, dtype=np.int64)
+        assert _kernels._shares(tens, tens + 10, 3).tolist() == [0, 2, 4, 6]
+        assert _kernels._shares(seg_s, seg_e, 1).tolist() == [0, 6]
+        assert _kernels._shares(seg_s[:1], seg_e[:1], 4).tolist() == [0, 1]
+    finally:
+        _kernels.PARALLEL_MIN_ROWS = old
+    assert _kernels._shares(seg_s, seg_e, 2).tolist() == [0, 6]  # 200 rows: one thread
+
+
+def test_no_mondrian_kernel_is_a_parallel_numba_kernel():
+    """The default path's compile budget (issue 14): a prange kernel compiles its whole call
+    tree once more for its gufunc (about 4 s of a cold first run); threads share rounds instead."""
+    from numba.core.registry import CPUDispatcher
+    kernels = [f for m in (_kernels, _order_stats) for f in vars(m).values()
+               if isinstance(f, CPUDispatcher)]
+    assert len(kernels) > 10
+    assert not [f for f in kernels if f.targetoptions.get("parallel")]

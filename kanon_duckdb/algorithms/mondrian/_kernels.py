@@ -11,21 +11,24 @@ A categorical dimension j has ``dims.tree_of[j] >= 0`` naming its packed tree. T
 three bundles besides the rows: :class:`Dims` (per-dimension facts), ``qidata.PackedTrees`` (the
 taxonomies) and :class:`Scratch` (per-thread buffers).
 
-Work is breadth-first: every round processes all open segments in parallel (``prange``); each
+Work is breadth-first: every round processes all open segments, in parallel threads that each
+take a contiguous share of them (``mondrian_partition``, a Python driver of nogil kernels: no
+``prange``, whose gufunc recompiled the whole call tree); each
 segment either splits into two contiguous halves of ``W``/``perm`` (in place, disjoint slices, so
 no races) or becomes final; the split pass also gathers each side's smallest and largest codes,
 which give the next round's widths and the final classes' published ranges. Medians: a count
 of the codes in buckets brackets the median, quickselect finishes within (``_order_stats``):
-linear time per node, O(n·d·log n) overall. Each block of segments of a round reuses one set
-of scratch arrays. Library calls with heavy numba implementations (np.partition, np.argsort,
+linear time per node, O(n·d·log n) overall. Each thread's share of a round reuses one set of
+scratch arrays. Library calls with heavy numba implementations (np.partition, np.argsort,
 np.searchsorted) are replaced by small loops, which keeps the first-call compile short.
 """
+from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
+import numba
 import numpy as np
-from numba import prange
 
-from ..._numba_config import njit, njit_parallel
+from ..._numba_config import njit
 from ...ncp import cat_ncp
 from ...taxonomy._lca import lca_of_range as _lca
 from ...privacy._kernels import split_ok
@@ -451,23 +454,14 @@ def _process_segment(W, perm, s, e, k, dims, trees, sc, P, seg_lo, seg_hi, kid_l
             return _split_in_place(W, perm, best_j, s, e, best_cut, kid_lo, kid_hi, sc.fold)
 
 
-CHUNKS = 64  # segments of one round are handed out in this many blocks, each with its own scratch
-
-
-@njit_parallel
-def mondrian_partition(W, k, dims, trees, stop, P):
-    """Strict Mondrian. W int32 (n, d) codes IN, permuted in place (scratch). Returns (ec int64
-    (n,), classes numbered 0..C-1; lo, hi float64 (C, d): per class and dimension the smallest
-    and largest code of W, gathered by the split that made the class, so no pass over the
-    class's rows is needed).
-
-    Every class has at least k rows (requires n >= k). ``stop`` is the run's uint8[1] interrupt
-    flag (``kanon_duckdb.interrupt``): when set, the kernel returns early with a partial result
-    that the caller discards. Every class satisfies the
-    privacy models of ``P`` (``privacy._kernels``) when the whole table does. ``P`` is None
-    when no model looks at sensitive values: that specialization compiles no privacy kernel.
-    """
-    n = W.shape[0]
+@njit
+def _split_segments(W, perm, seg_s, seg_e, seg_lo, seg_hi, a, b, k, dims, trees, P, split,
+                    kid_lo, kid_hi):
+    """One thread's share of a round: segments a:b (rows seg_s[i]:seg_e[i] of ``W``/``perm``,
+    extremes ``seg_lo[i]``/``seg_hi[i]``) each split in place or left whole
+    (``_process_segment``: ``split[i]`` and ``kid_lo[i]``/``kid_hi[i]``). Segments are disjoint
+    row blocks, so shares run in parallel threads without races. One set of scratch arrays,
+    sized by the share's longest segment. O(rows of the share · d) expected."""
     d = W.shape[1]
     max_leaves = 1
     for t in range(trees.leaf_off.size - 1):
@@ -478,75 +472,147 @@ def mondrian_partition(W, k, dims, trees, stop, P):
     else:
         m_hist = P[5].shape[0] + 1
         m_scr = max(P[5].shape[0], P[6].shape[0]) + 1
-    perm = np.arange(n).astype(np.int64)
+    longest = 1
+    for i in range(a, b):
+        longest = max(longest, seg_e[i] - seg_s[i])
+    sc = Scratch(np.empty((4, d)), np.empty(d, dtype=np.bool_),
+                 np.empty((2 * SAMPLE_ROWS + 1, d), dtype=np.int32), np.empty(longest),
+                 np.empty(count_scratch_size(longest), dtype=np.int32),
+                 np.empty((2, EXTREMES_LANES * d), dtype=np.int32),
+                 np.empty(max_leaves + 1), np.empty((5, max_leaves + 1), dtype=np.int64),
+                 np.empty((2, m_hist)), np.empty((4, m_scr)))
+    for i in range(a, b):
+        split[i] = _process_segment(W, perm, seg_s[i], seg_e[i], k, dims, trees, sc, P,
+                                    seg_lo[i], seg_hi[i], kid_lo[i], kid_hi[i])
+
+
+@njit
+def _close_round(seg_s, seg_e, seg_lo, seg_hi, split, kid_lo, kid_hi, fin_s, fin_e, fin_lo, fin_hi,
+                 n_fin):
+    """After a round: segments left whole (``split[i] < 0``) are appended, in order, to the
+    final classes (``fin_*``, ``n_fin`` of them so far); the others give the next round's two
+    segments each, left then right. Returns (seg_s, seg_e, seg_lo, seg_hi, n_fin) of the next
+    round. O(segments · d)."""
+    m = seg_s.size
+    d = seg_lo.shape[1]
+    n_open = 0
+    for i in range(m):
+        if split[i] < 0:
+            fin_s[n_fin] = seg_s[i]
+            fin_e[n_fin] = seg_e[i]
+            for c in range(d):  # element loops: a row assignment compiles numba's
+                fin_lo[n_fin, c] = seg_lo[i, c]  # shape-error formatting (~1.5 s cold)
+                fin_hi[n_fin, c] = seg_hi[i, c]
+            n_fin += 1
+        else:
+            n_open += 2
+    new_s = np.empty(n_open, dtype=np.int64)
+    new_e = np.empty(n_open, dtype=np.int64)
+    new_lo = np.empty((n_open, d), dtype=np.int32)
+    new_hi = np.empty((n_open, d), dtype=np.int32)
+    p = 0
+    for i in range(m):
+        if split[i] >= 0:
+            new_s[p] = seg_s[i]
+            new_e[p] = split[i]
+            new_s[p + 1] = split[i]
+            new_e[p + 1] = seg_e[i]
+            for c in range(d):
+                new_lo[p, c] = kid_lo[i, 0, c]
+                new_hi[p, c] = kid_hi[i, 0, c]
+                new_lo[p + 1, c] = kid_lo[i, 1, c]
+                new_hi[p + 1, c] = kid_hi[i, 1, c]
+            p += 2
+    return new_s, new_e, new_lo, new_hi, n_fin
+
+
+@njit
+def _class_ids(perm, fin_s, fin_e, n_fin):
+    """ec int64 (perm.size,): row perm[i] belongs to class c for fin_s[c] <= i < fin_e[c]
+    (rows of no class, after an interrupt, are left unset). O(n)."""
+    ec = np.empty(perm.size, dtype=np.int64)
+    for c in range(n_fin):
+        for i in range(fin_s[c], fin_e[c]):
+            ec[perm[i]] = c
+    return ec
+
+
+PARALLEL_MIN_ROWS = 1 << 14  # rounds over fewer rows run in the calling thread alone
+
+
+def threads() -> int:
+    """Threads a Mondrian round uses: numba's configured count (``NUMBA_NUM_THREADS``, default
+    the CPU count), read without starting numba's threading layer, which nothing here uses."""
+    return max(1, int(numba.config.NUMBA_NUM_THREADS))
+
+
+def _shares(seg_s, seg_e, n_threads):
+    """Boundaries (n_shares + 1,) cutting the round's segments into contiguous shares of about
+    equal rows, at most ``n_threads`` of them, none empty. O(segments)."""
+    m = seg_s.size
+    rows = np.cumsum(seg_e - seg_s)
+    if n_threads < 2 or m < 2 or rows[-1] < PARALLEL_MIN_ROWS:
+        return np.array([0, m])
+    cuts = np.searchsorted(rows, rows[-1] * np.arange(1, n_threads) / n_threads) + 1
+    return np.unique(np.concatenate(([0], np.minimum(cuts, m), [m])))
+
+
+def mondrian_partition(W, k, dims, trees, stop, P, n_threads=None):
+    """Strict Mondrian. W int32 (n, d) codes IN, permuted in place (scratch). Returns (ec int64
+    (n,), classes numbered 0..C-1; lo, hi float64 (C, d): per class and dimension the smallest
+    and largest code of W, gathered by the split that made the class, so no pass over the
+    class's rows is needed).
+
+    Every class has at least k rows (requires n >= k). ``stop`` is the run's uint8[1] interrupt
+    flag (``kanon_duckdb.interrupt``): when set, the kernel returns early with a partial result
+    that the caller discards. Every class satisfies the
+    privacy models of ``P`` (``privacy._kernels``) when the whole table does. ``P`` is None
+    when no model looks at sensitive values: that specialization compiles no privacy kernel.
+
+    Breadth-first rounds driven from Python: each round's open segments are cut into shares of
+    about equal rows, one per thread (``n_threads``, default :func:`threads`), and the shares
+    run ``_split_segments`` (nogil) in parallel; classes are numbered in the order they become
+    final (round, then position). No ``prange``: a parallel kernel compiled its whole call tree
+    again for its gufunc, about 4 s of every cold first run. O(n·d·log n) expected.
+    """
+    n, d = W.shape
+    k = np.int64(k)
+    n_threads = threads() if n_threads is None else max(1, int(n_threads))
+    perm = np.arange(n, dtype=np.int64)
     seg_s = np.zeros(1, dtype=np.int64)
     seg_e = np.full(1, n, dtype=np.int64)
     seg_lo = np.empty((1, d), dtype=np.int32)  # smallest / largest code per open segment
     seg_hi = np.empty((1, d), dtype=np.int32)
-    _block_extremes(W, np.int64(0), n, seg_lo[0], seg_hi[0],
+    _block_extremes(W, np.int64(0), np.int64(n), seg_lo[0], seg_hi[0],
                     np.empty((2, EXTREMES_LANES * d), np.int32))
-    fin_s = np.empty(n // k + 1, dtype=np.int64)
-    fin_e = np.empty(n // k + 1, dtype=np.int64)
-    fin_lo = np.empty((n // k + 1, d), dtype=np.int32)
-    fin_hi = np.empty((n // k + 1, d), dtype=np.int32)
+    cap = n // k + 1
+    fin_s = np.empty(cap, dtype=np.int64)
+    fin_e = np.empty(cap, dtype=np.int64)
+    fin_lo = np.empty((cap, d), dtype=np.int32)
+    fin_hi = np.empty((cap, d), dtype=np.int32)
     n_fin = 0
-    while seg_s.size > 0:
-        if stop[0] != 0:
-            break
-        m = seg_s.size
-        split = np.empty(m, dtype=np.int64)
-        kid_lo = np.empty((m, 2, d), dtype=np.int32)
-        kid_hi = np.empty((m, 2, d), dtype=np.int32)
-        n_chunks = min(m, CHUNKS)
-        for c in prange(n_chunks):
-            a = c * m // n_chunks
-            b = (c + 1) * m // n_chunks
-            longest = 1
-            for i in range(a, b):
-                longest = max(longest, seg_e[i] - seg_s[i])
-            sc = Scratch(np.empty((4, d)), np.empty(d, dtype=np.bool_),
-                         np.empty((2 * SAMPLE_ROWS + 1, d), dtype=np.int32), np.empty(longest),
-                         np.empty(count_scratch_size(longest), dtype=np.int32),
-                         np.empty((2, EXTREMES_LANES * d), dtype=np.int32),
-                         np.empty(max_leaves + 1), np.empty((5, max_leaves + 1), dtype=np.int64),
-                         np.empty((2, m_hist)), np.empty((4, m_scr)))
-            for i in range(a, b):
-                split[i] = _process_segment(W, perm, seg_s[i], seg_e[i], k, dims, trees, sc, P,
-                                            seg_lo[i], seg_hi[i], kid_lo[i], kid_hi[i])
-        n_open = 0
-        for i in range(m):
-            if split[i] < 0:
-                fin_s[n_fin] = seg_s[i]
-                fin_e[n_fin] = seg_e[i]
-                for c in range(d):  # element loops: a row assignment compiles numba's
-                    fin_lo[n_fin, c] = seg_lo[i, c]  # shape-error formatting (~1.5 s cold)
-                    fin_hi[n_fin, c] = seg_hi[i, c]
-                n_fin += 1
-            else:
-                n_open += 2
-        new_s = np.empty(n_open, dtype=np.int64)
-        new_e = np.empty(n_open, dtype=np.int64)
-        new_lo = np.empty((n_open, d), dtype=np.int32)
-        new_hi = np.empty((n_open, d), dtype=np.int32)
-        p = 0
-        for i in range(m):
-            if split[i] >= 0:
-                new_s[p] = seg_s[i]
-                new_e[p] = split[i]
-                new_s[p + 1] = split[i]
-                new_e[p + 1] = seg_e[i]
-                for c in range(d):
-                    new_lo[p, c] = kid_lo[i, 0, c]
-                    new_hi[p, c] = kid_hi[i, 0, c]
-                    new_lo[p + 1, c] = kid_lo[i, 1, c]
-                    new_hi[p + 1, c] = kid_hi[i, 1, c]
-                p += 2
-        seg_s = new_s
-        seg_e = new_e
-        seg_lo = new_lo
-        seg_hi = new_hi
-    ec = np.empty(n, dtype=np.int64)
-    for c in prange(n_fin):
-        for i in range(fin_s[c], fin_e[c]):
-            ec[perm[i]] = c
+    pool = None
+    try:
+        while seg_s.size > 0 and stop[0] == 0:
+            m = seg_s.size
+            split = np.empty(m, dtype=np.int64)
+            kid_lo = np.empty((m, 2, d), dtype=np.int32)
+            kid_hi = np.empty((m, 2, d), dtype=np.int32)
+            bounds = _shares(seg_s, seg_e, n_threads)
+            args = (W, perm, seg_s, seg_e, seg_lo, seg_hi)
+            rest = (k, dims, trees, P, split, kid_lo, kid_hi)
+            if bounds.size > 2 and pool is None:
+                pool = ThreadPoolExecutor(n_threads - 1, thread_name_prefix="kanon-mondrian")
+            others = [pool.submit(_split_segments, *args, bounds[t], bounds[t + 1], *rest)
+                      for t in range(1, bounds.size - 1)]
+            _split_segments(*args, bounds[0], bounds[1], *rest)
+            for f in others:
+                f.result()
+            seg_s, seg_e, seg_lo, seg_hi, n_fin = _close_round(
+                seg_s, seg_e, seg_lo, seg_hi, split, kid_lo, kid_hi, fin_s, fin_e, fin_lo, fin_hi,
+                np.int64(n_fin))
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    ec = _class_ids(perm, fin_s, fin_e, np.int64(n_fin))
     return ec, fin_lo[:n_fin].astype(np.float64), fin_hi[:n_fin].astype(np.float64)
