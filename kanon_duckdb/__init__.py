@@ -16,7 +16,17 @@ _root = _Path(__file__).resolve().parent.parent
 if not (_Path(__file__).resolve().parent / "udfs").is_dir() and (_root / "udfs" / "__init__.py").is_file():
     __path__.append(str(_root))  # noqa: F821 - the package's own __path__
 
-from .registration import connect, register  # noqa: E402
+import gc as _gc  # noqa: E402
+
+# the imports below (duckdb, numpy, pyarrow's core, ours) create tens of thousands of long-lived
+# objects: the cyclic collector, paused meanwhile, would walk them again at every pass
+_gc_on = _gc.isenabled()
+_gc.disable()
+try:
+    from .registration import connect, register  # noqa: E402
+finally:
+    if _gc_on:
+        _gc.enable()
 
 if TYPE_CHECKING:
     import duckdb

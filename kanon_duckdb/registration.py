@@ -92,6 +92,13 @@ def register(con: duckdb.DuckDBPyConnection, *, progress: ProgressFn | None = No
     ``progress.Reporter``; silent by default.
     Also lets ``con.interrupt()`` and Ctrl-C stop a running anonymization (``interrupt``).
     """
+    from .warmup import gc_held
+    with gc_held():  # its imports and objects are long-lived: no collector passes over them
+        return _register(con, progress)
+
+
+def _register(con: duckdb.DuckDBPyConnection, progress: ProgressFn | None
+              ) -> duckdb.DuckDBPyConnection:
     install_sigint_handler()
     ensure_runs_table(con)
     ctx = UdfContext(con=con, progress=progress or no_progress)

@@ -267,3 +267,61 @@ def test_the_preload_shortens_the_gil_switch_interval_while_it_runs_only():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "KANON_DUCKDB_PRELOAD": "1"})
     assert float(out.stdout.split()[-1]) == 0.005
+
+
+def test_the_collector_pauses_for_registration_and_the_preload_and_comes_back():
+    # start-up's objects are long-lived: collector passes over them were ~0.03 s of numba's
+    # import; the collector is on again once register() and the preload are both done
+    code = ("import gc, json\nimport kanon_duckdb\nfrom kanon_duckdb import warmup\n"
+            "seen = [gc.isenabled()]\n"
+            "orig = warmup.preload_in_background\n"
+            "def spy():\n    orig(); seen.append(gc.isenabled())\n"
+            "warmup.preload_in_background = spy\n"
+            "con = kanon_duckdb.connect()\nseen.append(gc.isenabled())\n"
+            "warmup._preload_thread.join()\nseen.append(gc.isenabled())\n"
+            "gc.disable(); con2 = kanon_duckdb.connect(); seen.append(gc.isenabled())\n"
+            "print(json.dumps(seen)); con.close(); con2.close()\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "KANON_DUCKDB_PRELOAD": "1"})
+    # on after import; off inside register(); still off after connect() while the preload runs
+    # (unless it already ended); on once it has; a caller's gc.disable() is left alone
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert seen[0] is True and seen[1] is False and seen[3] is True and seen[4] is False
+
+
+def test_gc_holds_nest_and_restore_the_state_they_found():
+    import gc
+
+    from kanon_duckdb import warmup as W
+    was = gc.isenabled()
+    try:
+        gc.enable()
+        W.hold_gc()
+        W.hold_gc()
+        assert not gc.isenabled()
+        W.release_gc()
+        assert not gc.isenabled()  # one hold left
+        W.release_gc()
+        assert gc.isenabled()
+        gc.disable()
+        with W.gc_held():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # it was off: stays off
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
+def test_udf_types_are_parsed_once_and_serve_later_connections():
+    from kanon_duckdb import udf_spec
+    a = duckdb.connect()
+    t = udf_spec.sql_type("STRUCT(x BIGINT[], y VARCHAR)", a)
+    assert udf_spec.sql_type("STRUCT(x BIGINT[], y VARCHAR)") is t
+    assert str(t) == str(duckdb.sqltype("STRUCT(x BIGINT[], y VARCHAR)"))
+    a.close()
+    b = duckdb.connect()  # the type outlives the connection that parsed it
+    try:
+        udf_spec.create(b, udf_spec.UDF("__t_f", lambda s: {"x": [1], "y": s}, ("VARCHAR",),
+                                        "STRUCT(x BIGINT[], y VARCHAR)", arrow=False))
+        assert b.execute("SELECT __t_f('q')").fetchall() == [({"x": [1], "y": "q"},)]
+    finally:
+        b.close()
