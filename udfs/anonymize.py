@@ -67,39 +67,48 @@ def rows_arrow(res) -> pa.StructArray:
 
 
 def _published(res, rows) -> pa.StructArray:
-    """``classes_arrow`` (``rows`` None), or its fields taken at each class id of ``rows``."""
+    """``classes_arrow`` (``rows`` None), or its fields taken at each class id of ``rows``:
+    each kind of field is built per class as one (fields x classes) block, then taken at
+    ``rows`` in one gather per block (O(classes x QIs + rows x QIs))."""
     g, plan, data = res.generalized, res.plan, res.data
     C = g.n_classes
-    at = (lambda a: a) if rows is None else (lambda a: a[rows])
     n_out = C if rows is None else len(rows)
     num_names = data.num_names
     int_cols = [num_names.index(c) for c in plan.integer]
     flt_cols = [i for i, c in enumerate(num_names) if c not in plan.integer]
 
-    def num_lists(cols, src, as_int):
-        # coordinates -> exact published values through each column's codec (codec.py)
+    def at(block):
+        # a (fields x classes) block -> (fields x n_out), each field contiguous
+        return block if rows is None else np.take(block, rows, axis=1)
+
+    def num_blocks(cols, as_int):
+        # coordinates -> exact published values through each column's codec (codec.py):
+        # lo of every column, then hi of every column, per class
         if as_int:
             pairs = [data.codec(j).decode_int(src[:, j]) if data.codec(j) is not None
                      else (np.where(np.isnan(src[:, j]), 0, src[:, j]).astype(np.int64),
-                           np.isnan(src[:, j])) for j in cols]
-            vals = np.concatenate([at(p[0]) for p in pairs]) if cols else np.zeros(0, np.int64)
-            mask = np.concatenate([at(p[1]) for p in pairs]) if cols else np.zeros(0, bool)
-            arr = from_numpy(vals, pa.int64(), mask=mask)
-        else:
-            vals = (np.concatenate([at(data.decode_float(j, src[:, j])) for j in cols]) if cols
-                    else np.zeros(0))
-            arr = from_numpy(vals, pa.float64(), mask=np.isnan(vals))
-        return _columns_list(arr, n_out, len(cols))
+                           np.isnan(src[:, j])) for src in (g.lo, g.hi) for j in cols]
+            vals = at(np.array([p[0] for p in pairs], dtype=np.int64).reshape(len(pairs), C))
+            mask = at(np.array([p[1] for p in pairs], dtype=bool).reshape(len(pairs), C))
+            return [(from_numpy(vals[h * len(cols):(h + 1) * len(cols)].reshape(-1), pa.int64(),
+                                mask=mask[h * len(cols):(h + 1) * len(cols)].reshape(-1)))
+                    for h in (0, 1)]
+        vals = at(np.array([data.decode_float(j, src[:, j]) for src in (g.lo, g.hi) for j in cols],
+                           dtype=np.float64).reshape(2 * len(cols), C))
+        halves = [vals[h * len(cols):(h + 1) * len(cols)].reshape(-1) for h in (0, 1)]
+        return [from_numpy(v, pa.float64(), mask=np.isnan(v)) for v in halves]
 
+    lo_i, hi_i = num_blocks(int_cols, True)
+    lo_f, hi_f = num_blocks(flt_cols, False)
     # node ids per tree, tree after tree, as indices into one dictionary of every tree's labels
     # (DuckDB decodes it, cheaper than materializing the strings here); a NULL label (the NULL
     # leaf) is a NULL index
     labels = strings([])
     if data.dc:
         names = [label for t in data.trees for label in t.labels]
-        starts = np.cumsum([0] + [len(t.labels) for t in data.trees])
-        index = np.concatenate([at(g.nodes[:, j]).astype(np.int32) + np.int32(starts[j])
-                                for j in range(data.dc)])
+        starts = np.cumsum([0] + [len(t.labels) for t in data.trees])[:data.dc].astype(np.int32)
+        index = at(np.ascontiguousarray(g.nodes[:, :data.dc].T, dtype=np.int32)
+                   + starts[:, None]).reshape(-1)
         null = np.fromiter((v is None for v in names), dtype=bool, count=len(names))
         labels = pa.DictionaryArray.from_arrays(
             from_numpy(index, pa.int32(), mask=null[index] if null.any() else None),
@@ -108,12 +117,13 @@ def _published(res, rows) -> pa.StructArray:
     if g.suppressed is not None:
         sup = np.bincount(g.ec, weights=g.suppressed.astype(np.float64), minlength=C) > 0
     ec = np.arange(C) if rows is None else rows.astype(np.int64)
+    size = np.asarray(g.size, dtype=np.int64)
     return pa.StructArray.from_arrays(
         [_one_list(from_numpy(ec, pa.int64())),
-         _one_list(from_numpy(at(np.asarray(g.size, dtype=np.int64)), pa.int64())),
-         _one_list(from_numpy(at(sup), pa.bool_())),
-         num_lists(int_cols, g.lo, True), num_lists(int_cols, g.hi, True),
-         num_lists(flt_cols, g.lo, False), num_lists(flt_cols, g.hi, False),
+         _one_list(from_numpy(size if rows is None else size[rows], pa.int64())),
+         _one_list(from_numpy(sup if rows is None else sup[rows], pa.bool_())),
+         _columns_list(lo_i, n_out, len(int_cols)), _columns_list(hi_i, n_out, len(int_cols)),
+         _columns_list(lo_f, n_out, len(flt_cols)), _columns_list(hi_f, n_out, len(flt_cols)),
          _columns_list(labels, n_out, data.dc)],
         names=["ec", "size", "suppressed", "lo_i", "hi_i", "lo_f", "hi_f", "labels"])
 
