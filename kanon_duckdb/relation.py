@@ -67,7 +67,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .errors import UnknownObjectError
-from .sqlutil import quote_ident, resolve_table, split_qualified, table_columns
+from .sqlutil import catalog_entry, quote_ident, split_qualified, table_columns
 
 # Table functions whose string form is accepted (file readers: they read, never write).
 READERS = ("read_parquet", "parquet_scan", "read_csv", "read_csv_auto", "read_json",
@@ -90,12 +90,15 @@ class Source:
     """A readable relation: ``name`` as the user gave it, ``sql`` to put after FROM,
     ``columns`` [(name, DuckDB type string)] in the relation's order, ``kind``
     ('table', 'view', 'file' or 'function'), ``parts`` (database, schema, name) of a catalog
-    table or view (None for a file or a function)."""
+    table or view (None for a file or a function), ``ordered_rows`` the catalog's row estimate
+    of a table of a DuckDB database read with insertion order preserved (a scan returns its
+    rows in one order), else None (``sqlutil.catalog_entry``)."""
     name: str
     sql: str
     columns: list
     kind: str
     parts: tuple | None = None
+    ordered_rows: int | None = None
 
     def __str__(self) -> str:  # error messages name the relation as the user gave it
         return self.name
@@ -109,12 +112,13 @@ def resolve_source(con, name, allow_temp: bool = False) -> Source:
     if not isinstance(name, str) or not name.strip():
         raise UnknownObjectError(f"the relation to anonymize must be a non-empty name, got {name!r}")
     try:
-        parts, quoted = resolve_table(con, name, include_views=True, allow_temp=allow_temp)
+        parts, quoted, ordered_rows = catalog_entry(con, name, include_views=True,
+                                                    allow_temp=allow_temp)
         kind = "table"
     except UnknownObjectError as exc:
         if "ambiguous" in str(exc) or "is a TEMP table" in str(exc):
             raise
-        quoted, kind, parts = _file_or_reader(name), None, None
+        quoted, kind, parts, ordered_rows = _file_or_reader(name), None, None, None
         if quoted is None:
             raise UnknownObjectError(
                 f"table '{name}' does not exist as a table, view or file kanon-duckdb can see. "
@@ -129,7 +133,7 @@ def resolve_source(con, name, allow_temp: bool = False) -> Source:
                 f"{str(exc).splitlines()[0]}. {NOT_VISIBLE}.") from None
         raise
     return Source(name, quoted, columns, kind or ("function" if quoted[0] != "'" else "file"),
-                  parts)
+                  parts, ordered_rows)
 
 
 def _file_or_reader(name: str) -> str | None:

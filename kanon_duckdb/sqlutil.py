@@ -66,17 +66,35 @@ def _pick(matches, name, cur_db, cur_schema):
     return matches
 
 
+# One catalog statement per look-up: every table and view with the current database and schema
+# (for the tie-break) and, for a table of a DuckDB database read with insertion order preserved,
+# its row estimate (``ordered_rows``: None for a view, a table of an attached SQLite/Postgres/...
+# database, or when insertion order is not preserved).
+_TABLES = ("SELECT t.database_name, t.schema_name, t.table_name, t.temporary, "
+           "CASE WHEN d.type = 'duckdb' AND current_setting('preserve_insertion_order') "
+           "THEN t.estimated_size END, current_database(), current_schema() "
+           "FROM duckdb_tables() t LEFT JOIN duckdb_databases() d USING (database_name)")
+_VIEWS = (" UNION ALL SELECT database_name, schema_name, view_name, temporary, NULL, "
+          "current_database(), current_schema() FROM duckdb_views() WHERE NOT internal")
+
+
 def resolve_table(con, name: str, include_views: bool = False, allow_temp: bool = False) -> tuple:
     """``((db, schema, table), quoted)`` of an existing non-TEMP table (``allow_temp``: TEMP
     ones too, for a caller reading through its own connection), else UnknownObjectError."""
+    parts, quoted, _rows_estimate = catalog_entry(con, name, include_views, allow_temp)
+    return parts, quoted
+
+
+def catalog_entry(con, name: str, include_views: bool = False, allow_temp: bool = False) -> tuple:
+    """``resolve_table``'s ``(parts, quoted)`` plus ``ordered_rows``: the catalog's row estimate
+    of a table of a DuckDB database when ``preserve_insertion_order`` is on (a scan then returns
+    its rows in one order), else None. One catalog statement."""
     if not isinstance(name, str) or not name.strip():
         raise UnknownObjectError(f"table name must be a non-empty string, got {name!r}")
-    sql = ("SELECT database_name, schema_name, table_name, temporary FROM duckdb_tables()")
-    if include_views:
-        sql += (" UNION ALL SELECT database_name, schema_name, view_name, temporary "
-                "FROM duckdb_views() WHERE NOT internal")
-    catalog = _rows(con, sql)
-    cur_db, cur_schema = _rows(con, "SELECT current_database(), current_schema()")[0]
+    rows = _rows(con, _TABLES + (_VIEWS if include_views else ""))
+    catalog = [r[:4] for r in rows]
+    ordered_rows = {r[:3]: r[4] for r in rows}
+    cur_db, cur_schema = rows[0][5:7] if rows else (None, None)
     parsed = split_qualified(name)
     # A table literally named 'a.b' wins over schema 'a', table 'b'.
     whole = [m for m in catalog if m[2].lower() == name.lower()]
@@ -95,7 +113,7 @@ def resolve_table(con, name: str, include_views: bool = False, allow_temp: bool 
                 f"table name '{name}' is ambiguous ({shown}); qualify it as 'schema.table'")
         if real:
             parts = tuple(real[0][:3])
-            return parts, ".".join(quote_ident(x) for x in parts)
+            return parts, ".".join(quote_ident(x) for x in parts), ordered_rows[parts]
         if found:
             raise UnknownObjectError(
                 f"table '{name}' is a TEMP table; {_TEMP_NOTE}. "

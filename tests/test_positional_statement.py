@@ -76,14 +76,14 @@ def test_which_relations_are_paired_by_position(con, monkeypatch, tmp_path):
     con.execute("CREATE TABLE other.main.t2 AS SELECT * FROM t")
     cur = con.cursor()
     try:
-        assert read_in_order(cur, resolve_source(cur, "t"), "mondrian")
-        assert read_in_order(cur, resolve_source(cur, "other.main.t2"), "mondrian")  # DuckDB file
-        assert not read_in_order(cur, resolve_source(cur, "t_view"), "mondrian")
-        assert not read_in_order(cur, resolve_source(cur, "t"), "optimal")  # a histogram run
+        assert read_in_order(resolve_source(cur, "t"), "mondrian")
+        assert read_in_order(resolve_source(cur, "other.main.t2"), "mondrian")  # DuckDB file
+        assert not read_in_order(resolve_source(cur, "t_view"), "mondrian")
+        assert not read_in_order(resolve_source(cur, "t"), "optimal")  # a histogram run
         monkeypatch.setattr(udf_anonymize, "POSITIONAL_ROWS", 599)
-        assert not read_in_order(cur, resolve_source(cur, "t"), "mondrian")  # too many rows
+        assert not read_in_order(resolve_source(cur, "t"), "mondrian")  # too many rows
         monkeypatch.setattr(udf_anonymize, "POSITIONAL_ROWS", 600)
-        assert read_in_order(cur, resolve_source(cur, "t"), "mondrian")
+        assert read_in_order(resolve_source(cur, "t"), "mondrian")
     finally:
         cur.close()
         con.execute("DETACH other")
@@ -95,7 +95,7 @@ def test_unordered_scans_take_the_class_join_path():
         c.execute("CREATE TABLE u AS SELECT i AS id, i % 13 AS a FROM range(100) r(i)")
         c.execute("SET preserve_insertion_order = false")
         cur = c.cursor()
-        assert not read_in_order(cur, resolve_source(cur, "u"), "mondrian")
+        assert not read_in_order(resolve_source(cur, "u"), "mondrian")
         cur.close()
         rows = c.sql("SELECT id, a_min, a_max, ec_size FROM k_anonymize('u', k := 5, qi := ['a'])").fetchall()
         assert len(rows) == 100 and all(lo <= i % 13 <= hi and s >= 5 for i, lo, hi, s in rows)

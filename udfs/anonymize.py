@@ -228,26 +228,20 @@ def run_and_store(con, ctx: UdfContext, cur, source, args: dict):
 POSITIONAL_ROWS = 250_000
 
 
-def read_in_order(cur, source, algo: str) -> bool:
+def read_in_order(source, algo: str) -> bool:
     """True when the statement may pair the run's rows with a second read of ``source`` by
     position (``output_sql.positional_sql``): ``source`` is a base table of a DuckDB database (a
     scan returns its rows in one order: not a view, a file, a registered object or a table of
     an attached SQLite/Postgres/... database) of at most
     ``POSITIONAL_ROWS`` rows, insertion order is preserved (the default), and ``algo`` classes
-    rows (not the histogram of distinct tuples the full-domain family reads). One catalog
-    look-up."""
+    rows (not the histogram of distinct tuples the full-domain family reads). Reads what the
+    relation's catalog look-up found (``Source.ordered_rows``): no statement of its own."""
     from kanon_duckdb.algorithms import get_algorithm
     if source.kind != "table" or source.parts is None or len(source.parts) != 3:
         return False
     if get_algorithm(algo).family == "lattice":
         return False
-    found = cur.execute(
-        "SELECT estimated_size, current_setting('preserve_insertion_order') FROM duckdb_tables() "
-        "JOIN duckdb_databases() USING (database_name) WHERE type = 'duckdb' "
-        "AND database_name = ? AND schema_name = ? AND table_name = ?",
-        list(source.parts)).fetchall()
-    rows, ordered = found[0] if len(found) == 1 else (None, False)  # none: a view, not DuckDB
-    return rows is not None and rows <= POSITIONAL_ROWS and bool(ordered)
+    return source.ordered_rows is not None and source.ordered_rows <= POSITIONAL_ROWS
 
 
 def declare(ctx: UdfContext) -> list[UDF]:
@@ -268,7 +262,7 @@ def declare(ctx: UdfContext) -> list[UDF]:
                 text = caller_sql(name, checked_options(name, spec, checked_qi(spec)))
                 return repeat_string(text, len(tbl))
             plan, args = checked_spec(cur, source, spec)
-            positional = read_in_order(cur, source, args["algo"])
+            positional = read_in_order(source, args["algo"])
         finally:
             cur.close()
         run_arg = sql_string(json.dumps(args))
