@@ -41,6 +41,30 @@ def test_shipped_adult_files_equal_a_build_from_sources():
     con.close()
 
 
+def test_the_shipped_adult_values_are_leaves_of_their_trees():
+    # load_example no longer checks this at every load: this test does, for the shipped files
+    con = duckdb.connect()
+    try:
+        assert ex.load_example(con) == ex.ADULT_ROWS
+        ex._check_adult_coverage(con)
+    finally:
+        con.close()
+
+
+def test_a_run_with_a_tree_refuses_an_adult_value_missing_from_it():
+    # what stands in for the load-time check: the run codes its QIs against their trees
+    con = kanon_duckdb.connect()
+    try:
+        kanon_duckdb.load_example(con)
+        con.execute("UPDATE adult SET workclass = 'Astronaut' WHERE rowid = 0")
+        with pytest.raises(duckdb.InvalidInputException,
+                           match="TaxonomyError: 1 value.*'workclass'.*'Astronaut'"):
+            con.execute("SELECT count(*) FROM k_anonymize('adult', k := 10, qi := ['age', "
+                        "'workclass'])").fetchall()
+    finally:
+        con.close()
+
+
 def test_load_example_refuses_a_value_missing_from_its_tree():
     con = duckdb.connect()
     ex.load_example(con)
