@@ -167,13 +167,35 @@ def _caller_overloads(r: Routed) -> str:
     return "".join(out)
 
 
-def _skip(text: str, j: int) -> int:
-    """Index after the string literal, quoted name or ``--`` comment starting at ``j``."""
-    if text.startswith("--", j):
-        end = text.find("\n", j)
-        return len(text) if end < 0 else end
-    end = text.find(text[j], j + 1)
-    return len(text) if end < 0 else end + 1
+# what fold_sides reads of a script: literals, quoted names and comments (skipped whole),
+# parentheses, semicolons, and the other non-space text (runs; only their last character counts)
+_TOKEN = re.compile(r"""'[^']*'?|"[^"]*"?|--[^\n]*|[();]|[^\s'"();-]+|-""")
+
+
+def _overload_heads(text: str, at: int) -> tuple[list, int]:
+    """Reading ``text`` from the ``(`` at ``at`` (a macro's first parameter list) to the ``;``
+    ending its CREATE: the index of each ``(`` that follows a ``,`` at the top level (where an
+    overload's parameter list may start; ``at`` first) and the index of that ``;`` (or the
+    text's length). Literals, quoted names and comments are skipped whole. O(len(text))."""
+    headers, depth, prev, j = [at], 0, None, len(text)
+    for m in _TOKEN.finditer(text, at):
+        tok = m.group()
+        c = tok[0]
+        if c in "'\"" or tok.startswith("--"):  # a literal, quoted name or comment: skipped
+            prev = c if depth == 0 else prev
+        elif c == "(":
+            if depth == 0 and prev == ",":
+                headers.append(m.start())
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            prev = ")" if depth == 0 else prev
+        elif c == ";" and depth == 0:
+            j = m.start()
+            break
+        elif depth == 0:
+            prev = tok[-1]
+    return headers, j
 
 
 def fold_sides(text: str, r: Routed) -> str:
@@ -186,23 +208,7 @@ def fold_sides(text: str, r: Routed) -> str:
     start = text.find(head)
     if start < 0:
         return text
-    headers, depth, prev, j = [start + len(head) - 1], 0, None, start + len(head) - 1
-    while j < len(text):
-        c = text[j]
-        if c in "'\"" or text.startswith("--", j):
-            j, prev = _skip(text, j), (c if depth == 0 else prev)
-            continue
-        if c == "(":
-            if depth == 0 and prev == ",":
-                headers.append(j)
-            depth += 1
-        elif c == ")":
-            depth -= 1
-        elif c == ";" and depth == 0:
-            break
-        if depth == 0 and not c.isspace():
-            prev = c
-        j += 1
+    headers, j = _overload_heads(text, start + len(head) - 1)
     wanted = [", ".join(p) for p in r.overloads]
     found = [h for h in headers if " ".join(text[h + 1:text.index(")", h)].split()) in wanted
              and text[text.index(")", h) + 1:].lstrip().upper().startswith("AS")]
