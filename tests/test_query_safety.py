@@ -95,7 +95,7 @@ def test_side_effect_functions_are_refused_and_change_nothing(con, shape):
     """Each function once per shape, on one surface, rotating: over the four shapes every
     function meets every surface, and every shape every surface (with about a third of the
     functions each). All three surfaces for every (function, shape) pair is the slow test below
-    (the same checks, three times the statements: 35 s of the default run's 50)."""
+    (the same checks, three times the statements: 21.6 s for the four shapes against 6.9 s)."""
     offset = sorted(SHAPES).index(shape)
     _refused_everywhere(con, shape, lambda i: [SURFACES[(i + offset) % len(SURFACES)]])
 
