@@ -23,9 +23,9 @@ one set of scratch arrays. Library calls with heavy numba implementations (np.pa
 np.searchsorted) are replaced by small loops, which keeps the first-call compile short.
 A compiled call takes and drops a reference on every array argument (a tuple bundle counts
 each of its arrays), which was about a third of the kernel's time at 1M rows, most segments
-being small: the per-segment path is inlined (``_process_segment``, ``_choose_cut``:
-``inline="always"``, one body each), numeric cuts call ``_median_cut`` with the four arrays
-it reads, and the split gathers each side's extremes as it places the rows (no second pass).
+being small: the per-segment step is written inside ``_split_segments``' loop, ``_choose_cut``
+is inlined (``inline="always"``), numeric cuts call ``_median_cut`` with the four arrays it
+reads, and the split gathers each side's extremes as it places the rows (no second pass).
 """
 from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
@@ -381,125 +381,24 @@ def _split_in_place(W, perm, j, s, e, cut, kid_lo, kid_hi, r):
     return i
 
 
-@njit(inline="always")
-def _process_segment(W, perm, s, e, k, dims, trees, sc, P, seg_lo, seg_hi, kid_lo, kid_hi, r):
-    """Try to split rows s:e, whose smallest and largest codes per dimension are ``seg_lo``/
-    ``seg_hi``; returns the split position (and the two sides' extremes in ``kid_lo``/``kid_hi``,
-    see ``_split_in_place``) or -1 when no allowable cut exists.
-    A cut is allowable when both sides have k rows and satisfy every privacy model of ``P``
-    (``privacy._kernels.split_ok``, linear in the segment; skipped for k alone).
-
-    ``dims`` (:class:`Dims`), ``trees`` (``qidata.PackedTrees``), ``sc`` (:class:`Scratch`).
-    """
-    d = W.shape[1]
-    if e - s < 2 * k:
-        return -1
-    w = sc.seg[0]
-    lo = sc.seg[1]
-    hi = sc.seg[2]
-    est = sc.seg[3]
-    tried = sc.tried
-    Ws = sc.Ws
-    buf = sc.buf
-    cnt = sc.cnt
-    scale = dims.scale
-    tree_of = dims.tree_of
-    vals = dims.vals
-    vals_off = dims.vals_off
-    # normalized width of each dimension (numeric: span / range; categorical: leaves(LCA) /
-    # leaves(root)), divided by scale[j] (numeric: range / weight; categorical: 1 / weight, see
-    # objectives.weighted_scale), from the segment's smallest and largest codes, which are also
-    # copied to lo/hi (float64, as the cut functions read them). Written here rather than in a
-    # helper: each array argument of a call costs a reference count pair, once per segment.
-    for jj in range(d):
-        a = np.float64(seg_lo[r, jj])
-        b = np.float64(seg_hi[r, jj])
-        lo[jj] = a
-        hi[jj] = b
-        if tree_of[jj] < 0:
-            w[jj] = (coord(vals, vals_off, jj, b) - coord(vals, vals_off, jj, a)) / scale[jj]
-        else:
-            w[jj] = _tree_width(trees, tree_of[jj], a, b) / scale[jj]
-    tried[:] = False
-    n = e - s
-    # Large segments rank tied dimensions on a strided sample (cheap), then cut exactly.
-    stride = n // SAMPLE_ROWS if n > 2 * SAMPLE_ROWS else 1
-    m = n // stride
-    ks = 1
-    if stride > 1:
-        for i in range(m):
-            for c in range(d):
-                Ws[i, c] = W[s + i * stride, c]
-        ks = max(1, (k * m) // n)
-    while True:
-        wmax = 0.0  # widest dimension not tried yet
-        for jj in range(d):
-            if not tried[jj] and w[jj] > wmax:
-                wmax = w[jj]
-        if wmax <= 0.0:
-            return -1
-        # Dimensions tied for the widest compete: the cut that lowers NCP most wins.
-        n_tied = 0
-        for jj in range(d):
-            est[jj] = np.nan
-            if not tried[jj] and w[jj] >= wmax * (1.0 - TIE):
-                n_tied += 1
-                est[jj] = np.inf
-        if n_tied > 1 and stride > 1:
-            for jj in range(d):
-                if est[jj] == est[jj]:
-                    if tree_of[jj] < 0:
-                        cut, cost = _median_cut(Ws, np.int64(0), m, jj, ks, lo, hi, scale[jj],
-                                                buf, cnt, vals, vals_off)
-                    else:
-                        cut, cost = _choose_cut(Ws, np.int64(0), m, jj, ks, dims, trees, lo, hi,
-                                                sc)
-                    est[jj] = m * w[jj] - cost if cut == cut else -np.inf
-            for _ in range(n_tied):  # exact cuts in order of estimated gain; first allowable wins
-                jbest = np.int64(-1)
-                for jj in range(d):
-                    if est[jj] == est[jj] and not tried[jj] and (jbest < 0 or est[jj] > est[jbest]):
-                        jbest = jj
-                tried[jbest] = True
-                if tree_of[jbest] < 0:
-                    cut, cost = _median_cut(W, s, e, jbest, k, lo, hi, scale[jbest], buf, cnt,
-                                            vals, vals_off)
-                else:
-                    cut, cost = _choose_cut(W, s, e, jbest, k, dims, trees, lo, hi, sc)
-                if cut == cut and split_ok(W, perm, s, e, jbest, cut, P, sc.phist, sc.pscr):
-                    return _split_in_place(W, perm, jbest, s, e, cut, kid_lo, kid_hi, r)
-            continue
-        best_j = np.int64(-1)
-        best_cut = np.nan
-        best_gain = -np.inf
-        for jj in range(d):
-            if est[jj] != est[jj]:
-                continue
-            tried[jj] = True
-            if tree_of[jj] < 0:
-                cut, cost = _median_cut(W, s, e, jj, k, lo, hi, scale[jj], buf, cnt, vals,
-                                        vals_off)
-            else:
-                cut, cost = _choose_cut(W, s, e, jj, k, dims, trees, lo, hi, sc)
-            if cut == cut and n * w[jj] - cost > best_gain \
-                    and split_ok(W, perm, s, e, jj, cut, P, sc.phist, sc.pscr):
-                best_gain = n * w[jj] - cost
-                best_j = jj
-                best_cut = cut
-        if best_j >= 0:
-            return _split_in_place(W, perm, best_j, s, e, best_cut, kid_lo, kid_hi, r)
-
-
 @njit
 def _split_segments(W, perm, seg_s, seg_e, seg_lo, seg_hi, a, b, k, dims, trees, P, split,
                     kid_lo, kid_hi):
-    """One thread's share of a round: segments a:b (rows seg_s[i]:seg_e[i] of ``W``/``perm``,
-    extremes ``seg_lo[i]``/``seg_hi[i]``) each split in place or left whole
-    (``_process_segment``: ``split[i]`` and ``kid_lo[i]``/``kid_hi[i]``). Segments are disjoint
-    row blocks, so shares run in parallel threads without races. The share is taken in BLOCKS
-    blocks of segments, each with scratch arrays sized by its longest segment (one set for the
-    whole share kept the first round's size in every round: about 3 % more kernel CPU at 1M
-    rows). O(rows of the share · d) expected."""
+    """One thread's share of a round: segments a:b (rows seg_s[r]:seg_e[r] of ``W``/``perm``,
+    extremes ``seg_lo[r]``/``seg_hi[r]``) each split in place or left whole: ``split[r]`` is
+    the split position (the two sides' extremes in ``kid_lo[r]``/``kid_hi[r]``, see
+    ``_split_in_place``) or -1 when no allowable cut exists. A cut is allowable when both sides
+    have k rows and satisfy every privacy model of ``P`` (``privacy._kernels.split_ok``, linear
+    in the segment; skipped for k alone). ``dims`` (:class:`Dims`), ``trees``
+    (``qidata.PackedTrees``).
+
+    Segments are disjoint row blocks, so shares run in parallel threads without races. The
+    share is taken in BLOCKS blocks of segments, each with scratch arrays (:class:`Scratch`)
+    sized by its longest segment (one set for the whole share kept the first round's size in
+    every round: about 3 % more kernel CPU at 1M rows). The per-segment step is written in the
+    loop, not in a function: a call, even an inlined one, takes and drops a reference on each
+    of its ~30 arrays, about 20 % of the kernel's time at 1M rows. O(rows of the share · d)
+    expected."""
     d = W.shape[1]
     max_leaves = 1
     for t in range(trees.leaf_off.size - 1):
@@ -510,20 +409,124 @@ def _split_segments(W, perm, seg_s, seg_e, seg_lo, seg_hi, a, b, k, dims, trees,
     else:
         m_hist = P[5].shape[0] + 1
         m_scr = max(P[5].shape[0], P[6].shape[0]) + 1
+    scale = dims.scale
+    tree_of = dims.tree_of
+    vals = dims.vals
+    vals_off = dims.vals_off
+    seg = np.empty((4, d))  # per segment: widths, extremes (float64), estimated gains
+    w = seg[0]
+    lo = seg[1]
+    hi = seg[2]
+    est = seg[3]
+    tried = np.empty(d, dtype=np.bool_)
+    Ws = np.empty((2 * SAMPLE_ROWS + 1, d), dtype=np.int32)
     step = max(1, (b - a) // BLOCKS)
     for a0 in range(a, b, step):
         b0 = min(b, a0 + step)
         longest = 1
-        for i in range(a0, b0):
-            longest = max(longest, seg_e[i] - seg_s[i])
-        sc = Scratch(np.empty((4, d)), np.empty(d, dtype=np.bool_),
-                     np.empty((2 * SAMPLE_ROWS + 1, d), dtype=np.int32), np.empty(longest),
+        for r in range(a0, b0):
+            longest = max(longest, seg_e[r] - seg_s[r])
+        sc = Scratch(seg, tried, Ws, np.empty(longest),
                      np.empty(count_scratch_size(longest), dtype=np.int32),
                      np.empty(max_leaves + 1), np.empty((5, max_leaves + 1), dtype=np.int64),
                      np.empty((2, m_hist)), np.empty((4, m_scr)))
-        for i in range(a0, b0):
-            split[i] = _process_segment(W, perm, seg_s[i], seg_e[i], k, dims, trees, sc, P,
-                                        seg_lo, seg_hi, kid_lo, kid_hi, i)
+        buf = sc.buf
+        cnt = sc.cnt
+        for r in range(a0, b0):
+            s = seg_s[r]
+            e = seg_e[r]
+            split[r] = -1
+            if e - s < 2 * k:
+                continue
+            # normalized width of each dimension (numeric: span / range; categorical:
+            # leaves(LCA) / leaves(root)), divided by scale[j] (numeric: range / weight;
+            # categorical: 1 / weight, see objectives.weighted_scale), from the segment's
+            # smallest and largest codes, also kept as float64 in lo/hi for the cut functions
+            for jj in range(d):
+                x = np.float64(seg_lo[r, jj])
+                y = np.float64(seg_hi[r, jj])
+                lo[jj] = x
+                hi[jj] = y
+                if tree_of[jj] < 0:
+                    w[jj] = (coord(vals, vals_off, jj, y)
+                             - coord(vals, vals_off, jj, x)) / scale[jj]
+                else:
+                    w[jj] = _tree_width(trees, tree_of[jj], x, y) / scale[jj]
+                tried[jj] = False
+            n = e - s
+            # Large segments rank tied dimensions on a strided sample (cheap), then cut exactly.
+            stride = n // SAMPLE_ROWS if n > 2 * SAMPLE_ROWS else 1
+            m = n // stride
+            ks = 1
+            if stride > 1:
+                for i in range(m):
+                    for c in range(d):
+                        Ws[i, c] = W[s + i * stride, c]
+                ks = max(1, (k * m) // n)
+            while split[r] < 0:
+                wmax = 0.0  # widest dimension not tried yet
+                for jj in range(d):
+                    if not tried[jj] and w[jj] > wmax:
+                        wmax = w[jj]
+                if wmax <= 0.0:
+                    break  # nothing left to try: a final class
+                # Dimensions tied for the widest compete: the cut that lowers NCP most wins.
+                n_tied = 0
+                for jj in range(d):
+                    est[jj] = np.nan
+                    if not tried[jj] and w[jj] >= wmax * (1.0 - TIE):
+                        n_tied += 1
+                        est[jj] = np.inf
+                if n_tied > 1 and stride > 1:
+                    for jj in range(d):
+                        if est[jj] == est[jj]:
+                            if tree_of[jj] < 0:
+                                cut, cost = _median_cut(Ws, np.int64(0), m, jj, ks, lo, hi,
+                                                        scale[jj], buf, cnt, vals, vals_off)
+                            else:
+                                cut, cost = _choose_cut(Ws, np.int64(0), m, jj, ks, dims, trees,
+                                                        lo, hi, sc)
+                            est[jj] = m * w[jj] - cost if cut == cut else -np.inf
+                    for _ in range(n_tied):  # exact cuts by estimated gain; first allowable wins
+                        jbest = np.int64(-1)
+                        for jj in range(d):
+                            if est[jj] == est[jj] and not tried[jj] \
+                                    and (jbest < 0 or est[jj] > est[jbest]):
+                                jbest = jj
+                        tried[jbest] = True
+                        if tree_of[jbest] < 0:
+                            cut, cost = _median_cut(W, s, e, jbest, k, lo, hi, scale[jbest], buf,
+                                                    cnt, vals, vals_off)
+                        else:
+                            cut, cost = _choose_cut(W, s, e, jbest, k, dims, trees, lo, hi, sc)
+                        if cut == cut and split_ok(W, perm, s, e, jbest, cut, P, sc.phist,
+                                                   sc.pscr):
+                            split[r] = _split_in_place(W, perm, jbest, s, e, cut, kid_lo,
+                                                       kid_hi, r)
+                            break
+                    continue
+                best_j = np.int64(-1)
+                best_cut = np.nan
+                best_gain = -np.inf
+                for jj in range(d):
+                    if est[jj] != est[jj]:
+                        continue
+                    tried[jj] = True
+                    if tree_of[jj] < 0:
+                        cut, cost = _median_cut(W, s, e, jj, k, lo, hi, scale[jj], buf, cnt,
+                                                vals, vals_off)
+                    else:
+                        cut, cost = _choose_cut(W, s, e, jj, k, dims, trees, lo, hi, sc)
+                    if cut == cut and n * w[jj] - cost > best_gain \
+                            and split_ok(W, perm, s, e, jj, cut, P, sc.phist, sc.pscr):
+                        best_gain = n * w[jj] - cost
+                        best_j = jj
+                        best_cut = cut
+                if best_j >= 0:
+                    split[r] = _split_in_place(W, perm, best_j, s, e, best_cut, kid_lo, kid_hi,
+                                               r)
+                else:
+                    continue  # none of the tied dimensions: the next widest are tried
 
 
 BLOCKS = 32  # a share's segments are taken in this many blocks, each with scratch sized to it
