@@ -155,7 +155,6 @@ def test_leaf_children_cut_equals_the_general_tree_cut(case):
     scratch = lambda: _kernels.Scratch(np.empty((4, 1)), np.empty(1, np.bool_),
                                        np.empty((1, 1), np.int32), np.empty(n),
                                        np.empty(_order_stats.count_scratch_size(n), np.int32),
-                                       np.empty((2, _kernels.EXTREMES_LANES), np.int32),
                                        np.empty(L), np.empty((5, L), np.int64),
                                        np.empty((2, 1)), np.empty((4, 1)))
     deep = np.full_like(trees.sub_height, 2)
@@ -214,23 +213,25 @@ def _reference_split(W, perm, j, s, e, cut):
 def test_split_keeps_its_row_order_and_gathers_each_sides_extremes(d, n, seed):
     """_split_in_place moves rows exactly as the documented swap sequence (the tie ranking
     samples rows by position, so the order is part of the result) and its per-side extremes
-    (folded EXTREMES_LANES rows at a time) equal numpy's."""
+    (gathered as each row is placed, into row r of the kids' arrays) equal numpy's."""
     rng = np.random.default_rng(seed)
     W = rng.integers(-2**31, 2**31 - 1, (n + 7, d), dtype=np.int64).astype(np.int32)
     W[:, 0] = rng.integers(0, 6, n + 7)
     perm = np.arange(n + 7, dtype=np.int64)
     s, e, cut = 3, 3 + n, float(rng.integers(0, 6))
     want_W, want_perm, want_i = _reference_split(W, perm, 0, s, e, cut)
-    kid_lo = np.empty((2, d), np.int32)
-    kid_hi = np.empty((2, d), np.int32)
-    fold = np.empty((2, _kernels.EXTREMES_LANES * d), np.int32)
-    got_i = _kernels._split_in_place(W, perm, 0, np.int64(s), np.int64(e), cut, kid_lo, kid_hi, fold)
+    kid_lo = np.empty((3, 2, d), np.int32)  # the split writes row r = 1 only
+    kid_hi = np.empty((3, 2, d), np.int32)
+    kid_lo[[0, 2]] = kid_hi[[0, 2]] = 7
+    got_i = _kernels._split_in_place(W, perm, 0, np.int64(s), np.int64(e), cut, kid_lo, kid_hi,
+                                     np.int64(1))
     assert got_i == want_i
     assert np.array_equal(W, want_W) and np.array_equal(perm, want_perm)
     for side, (a, b) in enumerate(((s, got_i), (got_i, e))):
         if b > a:
-            assert np.array_equal(kid_lo[side], W[a:b].min(axis=0))
-            assert np.array_equal(kid_hi[side], W[a:b].max(axis=0))
+            assert np.array_equal(kid_lo[1, side], W[a:b].min(axis=0))
+            assert np.array_equal(kid_hi[1, side], W[a:b].max(axis=0))
+    assert (kid_lo[[0, 2]] == 7).all() and (kid_hi[[0, 2]] == 7).all()
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

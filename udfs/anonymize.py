@@ -288,8 +288,11 @@ def declare(ctx: UdfContext) -> list[UDF]:
             res, token = run_and_store(con, ctx, cur, QIPlan(**args["plan"]), args)
         finally:
             cur.close()
-        out = run_value(res.run_id, token, res.data.n_rows, classes_arrow(res))
+        n_rows = res.data.n_rows
+        out = run_value(res.run_id, token, n_rows, classes_arrow(res))
         del res
+        from kanon_duckdb.heap import release_freed
+        release_freed(n_rows)  # before DuckDB writes the output on top of the run's freed memory
         return pa.concat_arrays([out] * len(args_json)) if len(args_json) != 1 else out
 
     def kanon_publish(args_json):
@@ -300,8 +303,11 @@ def declare(ctx: UdfContext) -> list[UDF]:
             res = run_on(con, ctx, cur, QIPlan(**args["plan"]), args)
         finally:
             cur.close()
+        n_rows = res.data.n_rows
         out = rows_arrow(res)
         del res
+        from kanon_duckdb.heap import release_freed
+        release_freed(n_rows)
         return pa.concat_arrays([out] * len(args_json)) if len(args_json) != 1 else out
 
     def kanon_pass(pinned):

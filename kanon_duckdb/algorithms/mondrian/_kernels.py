@@ -21,6 +21,11 @@ of the codes in buckets brackets the median, quickselect finishes within (``_ord
 linear time per node, O(n·d·log n) overall. Each block of segments of a thread's share reuses
 one set of scratch arrays. Library calls with heavy numba implementations (np.partition, np.argsort,
 np.searchsorted) are replaced by small loops, which keeps the first-call compile short.
+A compiled call takes and drops a reference on every array argument (a tuple bundle counts
+each of its arrays), which was about a third of the kernel's time at 1M rows, most segments
+being small: the per-segment step is written inside ``_split_segments``' loop, ``_choose_cut``
+is inlined (``inline="always"``), numeric cuts call ``_median_cut`` with the four arrays it
+reads, and the split gathers each side's extremes as it places the rows (no second pass).
 """
 from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
@@ -46,9 +51,9 @@ class Dims(NamedTuple):
 
 
 @njit
-def coord(dims, j, code):
-    """The coordinate (float64) of ``code`` on dimension j."""
-    return dims.vals[dims.vals_off[j] + np.int64(code)]
+def coord(vals, vals_off, j, code):
+    """The coordinate (float64) of ``code`` on dimension j (``Dims.vals``/``Dims.vals_off``)."""
+    return vals[vals_off[j] + np.int64(code)]
 
 
 class Scratch(NamedTuple):
@@ -58,7 +63,6 @@ class Scratch(NamedTuple):
     Ws: np.ndarray      # int32 (2*SAMPLE_ROWS+1, d): the strided sample of a large segment
     buf: np.ndarray     # float64 (>= rows of the longest segment): median selection
     cnt: np.ndarray     # int32 (count_scratch_size(rows of the longest segment)): median counts
-    fold: np.ndarray    # int32 (2, EXTREMES_LANES * d): running extremes (_block_extremes)
     bounds: np.ndarray  # float64 (max leaves + 1,): tree-cut boundaries
     tscr: np.ndarray    # int64 (5, max leaves + 1): tree-cut counters
     phist: np.ndarray   # float64 (2, M + 1): privacy-model histograms of the two sides
@@ -70,29 +74,16 @@ SAMPLE_ROWS = 128  # segments larger than twice this rank tied dimensions on a s
 
 
 @njit
-def _widths(dims, trees, lo_codes, hi_codes, out_w, out_lo, out_hi):
-    """Normalized width of each dimension of a segment whose smallest and largest codes are
-    ``lo_codes``/``hi_codes`` (numeric: span/range; categorical: leaves(LCA)/leaves(root), 0
-    for a single leaf), divided by ``scale[j]`` (numeric: range / weight; categorical:
-    1 / weight, see objectives.weighted_scale). Copies the codes to ``out_lo``/``out_hi``
-    (float64, as the cut functions read them). O(d · tree depth)."""
-    d = out_w.shape[0]
-    for j in range(d):
-        lo = np.float64(lo_codes[j])
-        hi = np.float64(hi_codes[j])
-        out_lo[j] = lo
-        out_hi[j] = hi
-        t = dims.tree_of[j]
-        if t < 0:
-            out_w[j] = (coord(dims, j, hi) - coord(dims, j, lo)) / dims.scale[j]
-        elif hi > lo:
-            lf = trees.leaf_node[trees.leaf_off[t]:trees.leaf_off[t + 1]]
-            no = trees.node_off[t]
-            nx = trees.node_off[t + 1]
-            u = _lca(lf, trees.parent[no:nx], trees.leaf_hi[no:nx], int(lo), int(hi))
-            out_w[j] = trees.n_leaves[no + u] / trees.n_leaves[no] / dims.scale[j]
-        else:
-            out_w[j] = 0.0
+def _tree_width(trees, t, lo, hi):
+    """Leaves under the LCA of leaf ordinals lo..hi over the leaves of the root, in packed tree
+    t (``qidata.PackedTrees``); 0 for a single leaf. O(tree depth)."""
+    if hi <= lo:
+        return 0.0
+    lf = trees.leaf_node[trees.leaf_off[t]:trees.leaf_off[t + 1]]
+    no = trees.node_off[t]
+    nx = trees.node_off[t + 1]
+    u = _lca(lf, trees.parent[no:nx], trees.leaf_hi[no:nx], int(lo), int(hi))
+    return trees.n_leaves[no + u] / trees.n_leaves[no]
 
 
 INT32_MAX = np.int32(2147483647)
@@ -303,14 +294,15 @@ def _leaf_children_cut(W, s, e, j, k, ncp_u, seg_lo, seg_hi, sc):
 
 
 @njit
-def _median_cut(W, s, e, j, k, seg_lo, seg_hi, scale_j, sc, dims):
+def _median_cut(W, s, e, j, k, seg_lo, seg_hi, scale_j, buf, cnt, vals, vals_off):
     """Median cut on dimension j: '<= m' or '< m' (m the median), the most balanced allowable
-    one, with its cost (row-weighted normalized span of the two sides, in coordinates), or
-    (NaN, inf).
+    one, with its cost (row-weighted normalized span of the two sides, in coordinates, see
+    ``coord``), or (NaN, inf). ``buf``/``cnt``: :class:`Scratch`'s. It takes the few arrays it
+    reads, not the bundles: every array argument costs a reference count pair per call, and
+    this runs once per tied numeric dimension of every segment.
     Expected linear time (see median_stats)."""
     n = e - s
-    m, below, above, n_below, n_above = median_stats(W, s, e, j, sc.buf, seg_lo[j], seg_hi[j],
-                                                     sc.cnt)
+    m, below, above, n_below, n_above = median_stats(W, s, e, j, buf, seg_lo[j], seg_hi[j], cnt)
     best_cut = np.nan
     best_cost = np.inf
     best_bal = -1
@@ -325,12 +317,13 @@ def _median_cut(W, s, e, j, k, seg_lo, seg_hi, scale_j, sc, dims):
         if left >= k and right >= k and min(left, right) > best_bal:
             best_bal = min(left, right)
             best_cut = cut
-            best_cost = (left * (coord(dims, j, cut) - coord(dims, j, seg_lo[j]))
-                         + right * (coord(dims, j, seg_hi[j]) - coord(dims, j, nxt))) / scale_j
+            best_cost = (left * (coord(vals, vals_off, j, cut) - coord(vals, vals_off, j, seg_lo[j]))
+                         + right * (coord(vals, vals_off, j, seg_hi[j])
+                                    - coord(vals, vals_off, j, nxt))) / scale_j
     return best_cut, best_cost
 
 
-@njit
+@njit(inline="always")
 def _choose_cut(W, s, e, j, k, dims, trees, seg_lo, seg_hi, sc):
     """Best allowable cut on dimension j (rows with value <= cut go left) and its cost
     (row-weighted NCP of the two sides on dimension j, times the QI's weight through
@@ -341,129 +334,71 @@ def _choose_cut(W, s, e, j, k, dims, trees, seg_lo, seg_hi, sc):
     """
     t = dims.tree_of[j]
     if t < 0:
-        return _median_cut(W, s, e, j, k, seg_lo, seg_hi, dims.scale[j], sc, dims)
+        return _median_cut(W, s, e, j, k, seg_lo, seg_hi, dims.scale[j], sc.buf, sc.cnt,
+                           dims.vals, dims.vals_off)
     cut, cost = _tree_cut(W, s, e, j, k, t, trees, seg_lo, seg_hi, sc)
     if cut == cut or not dims.leaf_order_fallback:
         return cut, cost / dims.scale[j]  # scale[j] = 1 / the QI's weight
-    cut, _ = _median_cut(W, s, e, j, k, seg_lo, seg_hi, 1.0, sc, dims)
+    cut, _ = _median_cut(W, s, e, j, k, seg_lo, seg_hi, 1.0, sc.buf, sc.cnt, dims.vals,
+                         dims.vals_off)
     return cut, (e - s) * 1.0 / dims.scale[j]  # a leaf-order cut does not shrink the LCA: no gain
 
 
 @njit
-def _split_in_place(W, perm, j, s, e, cut, kid_lo, kid_hi, fold):
+def _split_in_place(W, perm, j, s, e, cut, kid_lo, kid_hi, r):
     """Reorder rows s:e of W and perm so rows with W[:, j] <= cut come first; returns the split.
-    Also the smallest and largest code per dimension of each side (``kid_lo``/``kid_hi`` int32
-    (2, d), left then right, ``_block_extremes``). The order of the rows is part of the
+    Also the smallest and largest code per dimension of each side (``kid_lo[r]``/``kid_hi[r]``
+    int32 (2, d), left then right), gathered as each row is placed (no second pass). The order of the rows is part of the
     contract: the tie ranking samples rows by position, so this swap sequence (scan from the
     left, swap a row above the cut with the last unplaced row) must stay as it is."""
     d = W.shape[1]
     c_int = np.int32(cut)  # a cut is a code (an integer)
+    for c in range(d):
+        kid_lo[r, 0, c] = INT32_MAX
+        kid_hi[r, 0, c] = INT32_MIN
+        kid_lo[r, 1, c] = INT32_MAX
+        kid_hi[r, 1, c] = INT32_MIN
     i = s
     jj = e - 1
     while i <= jj:
         if W[i, j] <= c_int:
+            for c in range(d):
+                v = W[i, c]
+                kid_lo[r, 0, c] = min(kid_lo[r, 0, c], v)
+                kid_hi[r, 0, c] = max(kid_hi[r, 0, c], v)
             i += 1
         else:
             for c in range(d):
                 t = W[i, c]
                 W[i, c] = W[jj, c]
                 W[jj, c] = t
+                kid_lo[r, 1, c] = min(kid_lo[r, 1, c], t)
+                kid_hi[r, 1, c] = max(kid_hi[r, 1, c], t)
             p = perm[i]
             perm[i] = perm[jj]
             perm[jj] = p
             jj -= 1
-    _block_extremes(W, s, i, kid_lo[0], kid_hi[0], fold)
-    _block_extremes(W, i, e, kid_lo[1], kid_hi[1], fold)
     return i
-
-
-@njit
-def _process_segment(W, perm, s, e, k, dims, trees, sc, P, seg_lo, seg_hi, kid_lo, kid_hi):
-    """Try to split rows s:e, whose smallest and largest codes per dimension are ``seg_lo``/
-    ``seg_hi``; returns the split position (and the two sides' extremes in ``kid_lo``/``kid_hi``,
-    see ``_split_in_place``) or -1 when no allowable cut exists.
-    A cut is allowable when both sides have k rows and satisfy every privacy model of ``P``
-    (``privacy._kernels.split_ok``, linear in the segment; skipped for k alone).
-
-    ``dims`` (:class:`Dims`), ``trees`` (``qidata.PackedTrees``), ``sc`` (:class:`Scratch`).
-    """
-    d = W.shape[1]
-    if e - s < 2 * k:
-        return -1
-    w = sc.seg[0]
-    lo = sc.seg[1]
-    hi = sc.seg[2]
-    est = sc.seg[3]
-    tried = sc.tried
-    Ws = sc.Ws
-    _widths(dims, trees, seg_lo, seg_hi, w, lo, hi)
-    tried[:] = False
-    n = e - s
-    # Large segments rank tied dimensions on a strided sample (cheap), then cut exactly.
-    stride = n // SAMPLE_ROWS if n > 2 * SAMPLE_ROWS else 1
-    m = n // stride
-    ks = 1
-    if stride > 1:
-        for i in range(m):
-            for c in range(d):
-                Ws[i, c] = W[s + i * stride, c]
-        ks = max(1, (k * m) // n)
-    while True:
-        wmax = 0.0  # widest dimension not tried yet
-        for jj in range(d):
-            if not tried[jj] and w[jj] > wmax:
-                wmax = w[jj]
-        if wmax <= 0.0:
-            return -1
-        # Dimensions tied for the widest compete: the cut that lowers NCP most wins.
-        n_tied = 0
-        for jj in range(d):
-            est[jj] = np.nan
-            if not tried[jj] and w[jj] >= wmax * (1.0 - TIE):
-                n_tied += 1
-                est[jj] = np.inf
-        if n_tied > 1 and stride > 1:
-            for jj in range(d):
-                if est[jj] == est[jj]:
-                    cut, cost = _choose_cut(Ws, np.int64(0), m, jj, ks, dims, trees, lo, hi, sc)
-                    est[jj] = m * w[jj] - cost if cut == cut else -np.inf
-            for _ in range(n_tied):  # exact cuts in order of estimated gain; first allowable wins
-                jbest = np.int64(-1)
-                for jj in range(d):
-                    if est[jj] == est[jj] and not tried[jj] and (jbest < 0 or est[jj] > est[jbest]):
-                        jbest = jj
-                tried[jbest] = True
-                cut, cost = _choose_cut(W, s, e, jbest, k, dims, trees, lo, hi, sc)
-                if cut == cut and split_ok(W, perm, s, e, jbest, cut, P, sc.phist, sc.pscr):
-                    return _split_in_place(W, perm, jbest, s, e, cut, kid_lo, kid_hi, sc.fold)
-            continue
-        best_j = np.int64(-1)
-        best_cut = np.nan
-        best_gain = -np.inf
-        for jj in range(d):
-            if est[jj] != est[jj]:
-                continue
-            tried[jj] = True
-            cut, cost = _choose_cut(W, s, e, jj, k, dims, trees, lo, hi, sc)
-            if cut == cut and n * w[jj] - cost > best_gain \
-                    and split_ok(W, perm, s, e, jj, cut, P, sc.phist, sc.pscr):
-                best_gain = n * w[jj] - cost
-                best_j = jj
-                best_cut = cut
-        if best_j >= 0:
-            return _split_in_place(W, perm, best_j, s, e, best_cut, kid_lo, kid_hi, sc.fold)
 
 
 @njit
 def _split_segments(W, perm, seg_s, seg_e, seg_lo, seg_hi, a, b, k, dims, trees, P, split,
                     kid_lo, kid_hi):
-    """One thread's share of a round: segments a:b (rows seg_s[i]:seg_e[i] of ``W``/``perm``,
-    extremes ``seg_lo[i]``/``seg_hi[i]``) each split in place or left whole
-    (``_process_segment``: ``split[i]`` and ``kid_lo[i]``/``kid_hi[i]``). Segments are disjoint
-    row blocks, so shares run in parallel threads without races. The share is taken in BLOCKS
-    blocks of segments, each with scratch arrays sized by its longest segment (one set for the
-    whole share kept the first round's size in every round: about 3 % more kernel CPU at 1M
-    rows). O(rows of the share · d) expected."""
+    """One thread's share of a round: segments a:b (rows seg_s[r]:seg_e[r] of ``W``/``perm``,
+    extremes ``seg_lo[r]``/``seg_hi[r]``) each split in place or left whole: ``split[r]`` is
+    the split position (the two sides' extremes in ``kid_lo[r]``/``kid_hi[r]``, see
+    ``_split_in_place``) or -1 when no allowable cut exists. A cut is allowable when both sides
+    have k rows and satisfy every privacy model of ``P`` (``privacy._kernels.split_ok``, linear
+    in the segment; skipped for k alone). ``dims`` (:class:`Dims`), ``trees``
+    (``qidata.PackedTrees``).
+
+    Segments are disjoint row blocks, so shares run in parallel threads without races. The
+    share is taken in BLOCKS blocks of segments, each with scratch arrays (:class:`Scratch`)
+    sized by its longest segment (one set for the whole share kept the first round's size in
+    every round: about 3 % more kernel CPU at 1M rows). The per-segment step is written in the
+    loop, not in a function: a call, even an inlined one, takes and drops a reference on each
+    of its ~30 arrays, about 20 % of the kernel's time at 1M rows. O(rows of the share · d)
+    expected."""
     d = W.shape[1]
     max_leaves = 1
     for t in range(trees.leaf_off.size - 1):
@@ -474,21 +409,124 @@ def _split_segments(W, perm, seg_s, seg_e, seg_lo, seg_hi, a, b, k, dims, trees,
     else:
         m_hist = P[5].shape[0] + 1
         m_scr = max(P[5].shape[0], P[6].shape[0]) + 1
+    scale = dims.scale
+    tree_of = dims.tree_of
+    vals = dims.vals
+    vals_off = dims.vals_off
+    seg = np.empty((4, d))  # per segment: widths, extremes (float64), estimated gains
+    w = seg[0]
+    lo = seg[1]
+    hi = seg[2]
+    est = seg[3]
+    tried = np.empty(d, dtype=np.bool_)
+    Ws = np.empty((2 * SAMPLE_ROWS + 1, d), dtype=np.int32)
     step = max(1, (b - a) // BLOCKS)
     for a0 in range(a, b, step):
         b0 = min(b, a0 + step)
         longest = 1
-        for i in range(a0, b0):
-            longest = max(longest, seg_e[i] - seg_s[i])
-        sc = Scratch(np.empty((4, d)), np.empty(d, dtype=np.bool_),
-                     np.empty((2 * SAMPLE_ROWS + 1, d), dtype=np.int32), np.empty(longest),
+        for r in range(a0, b0):
+            longest = max(longest, seg_e[r] - seg_s[r])
+        sc = Scratch(seg, tried, Ws, np.empty(longest),
                      np.empty(count_scratch_size(longest), dtype=np.int32),
-                     np.empty((2, EXTREMES_LANES * d), dtype=np.int32),
                      np.empty(max_leaves + 1), np.empty((5, max_leaves + 1), dtype=np.int64),
                      np.empty((2, m_hist)), np.empty((4, m_scr)))
-        for i in range(a0, b0):
-            split[i] = _process_segment(W, perm, seg_s[i], seg_e[i], k, dims, trees, sc, P,
-                                        seg_lo[i], seg_hi[i], kid_lo[i], kid_hi[i])
+        buf = sc.buf
+        cnt = sc.cnt
+        for r in range(a0, b0):
+            s = seg_s[r]
+            e = seg_e[r]
+            split[r] = -1
+            if e - s < 2 * k:
+                continue
+            # normalized width of each dimension (numeric: span / range; categorical:
+            # leaves(LCA) / leaves(root)), divided by scale[j] (numeric: range / weight;
+            # categorical: 1 / weight, see objectives.weighted_scale), from the segment's
+            # smallest and largest codes, also kept as float64 in lo/hi for the cut functions
+            for jj in range(d):
+                x = np.float64(seg_lo[r, jj])
+                y = np.float64(seg_hi[r, jj])
+                lo[jj] = x
+                hi[jj] = y
+                if tree_of[jj] < 0:
+                    w[jj] = (coord(vals, vals_off, jj, y)
+                             - coord(vals, vals_off, jj, x)) / scale[jj]
+                else:
+                    w[jj] = _tree_width(trees, tree_of[jj], x, y) / scale[jj]
+                tried[jj] = False
+            n = e - s
+            # Large segments rank tied dimensions on a strided sample (cheap), then cut exactly.
+            stride = n // SAMPLE_ROWS if n > 2 * SAMPLE_ROWS else 1
+            m = n // stride
+            ks = 1
+            if stride > 1:
+                for i in range(m):
+                    for c in range(d):
+                        Ws[i, c] = W[s + i * stride, c]
+                ks = max(1, (k * m) // n)
+            while split[r] < 0:
+                wmax = 0.0  # widest dimension not tried yet
+                for jj in range(d):
+                    if not tried[jj] and w[jj] > wmax:
+                        wmax = w[jj]
+                if wmax <= 0.0:
+                    break  # nothing left to try: a final class
+                # Dimensions tied for the widest compete: the cut that lowers NCP most wins.
+                n_tied = 0
+                for jj in range(d):
+                    est[jj] = np.nan
+                    if not tried[jj] and w[jj] >= wmax * (1.0 - TIE):
+                        n_tied += 1
+                        est[jj] = np.inf
+                if n_tied > 1 and stride > 1:
+                    for jj in range(d):
+                        if est[jj] == est[jj]:
+                            if tree_of[jj] < 0:
+                                cut, cost = _median_cut(Ws, np.int64(0), m, jj, ks, lo, hi,
+                                                        scale[jj], buf, cnt, vals, vals_off)
+                            else:
+                                cut, cost = _choose_cut(Ws, np.int64(0), m, jj, ks, dims, trees,
+                                                        lo, hi, sc)
+                            est[jj] = m * w[jj] - cost if cut == cut else -np.inf
+                    for _ in range(n_tied):  # exact cuts by estimated gain; first allowable wins
+                        jbest = np.int64(-1)
+                        for jj in range(d):
+                            if est[jj] == est[jj] and not tried[jj] \
+                                    and (jbest < 0 or est[jj] > est[jbest]):
+                                jbest = jj
+                        tried[jbest] = True
+                        if tree_of[jbest] < 0:
+                            cut, cost = _median_cut(W, s, e, jbest, k, lo, hi, scale[jbest], buf,
+                                                    cnt, vals, vals_off)
+                        else:
+                            cut, cost = _choose_cut(W, s, e, jbest, k, dims, trees, lo, hi, sc)
+                        if cut == cut and split_ok(W, perm, s, e, jbest, cut, P, sc.phist,
+                                                   sc.pscr):
+                            split[r] = _split_in_place(W, perm, jbest, s, e, cut, kid_lo,
+                                                       kid_hi, r)
+                            break
+                    continue
+                best_j = np.int64(-1)
+                best_cut = np.nan
+                best_gain = -np.inf
+                for jj in range(d):
+                    if est[jj] != est[jj]:
+                        continue
+                    tried[jj] = True
+                    if tree_of[jj] < 0:
+                        cut, cost = _median_cut(W, s, e, jj, k, lo, hi, scale[jj], buf, cnt,
+                                                vals, vals_off)
+                    else:
+                        cut, cost = _choose_cut(W, s, e, jj, k, dims, trees, lo, hi, sc)
+                    if cut == cut and n * w[jj] - cost > best_gain \
+                            and split_ok(W, perm, s, e, jj, cut, P, sc.phist, sc.pscr):
+                        best_gain = n * w[jj] - cost
+                        best_j = jj
+                        best_cut = cut
+                if best_j >= 0:
+                    split[r] = _split_in_place(W, perm, best_j, s, e, best_cut, kid_lo, kid_hi,
+                                               r)
+                else:
+                    continue  # none of the tied dimensions: the next widest are tried
 
 
 BLOCKS = 32  # a share's segments are taken in this many blocks, each with scratch sized to it
