@@ -55,7 +55,22 @@ class LatticeSpace:
     auto_widths: dict       # numeric QI -> widths of the automatically built tree
     counts: np.ndarray | None = None  # int64 (t,): rows per encoded tuple; None = one each
     leaf_codes: list = field(default_factory=list)  # per column: int64 code of each tree leaf
+    planes: np.ndarray | None = None  # uint8 (n_planes, t): the codes byte by byte (see below)
+    pstart: np.ndarray | None = None  # int64 (n_cols,): plane of a column's low byte
+    pbytes: np.ndarray | None = None  # int64 (n_cols,): bytes of a column's codes (1..3)
     _maps: dict = field(default_factory=dict, repr=False)
+
+    def key_planes(self, cols, strides):
+        """(plane rows, strides) whose weighted sum over ``planes`` is the mixed-radix key of
+        ``cols`` / ``strides`` (int64 (d,)): a column of b bytes is b planes, byte i weighted
+        by its stride << 8 i. Grouping passes read these narrow planes (most level columns have
+        at most 256 codes: one byte per row instead of two or four) and get the same keys."""
+        rows, st = [], []
+        for c, s_ in zip(cols.tolist(), strides.tolist()):
+            for i in range(int(self.pbytes[c])):
+                rows.append(int(self.pstart[c]) + i)
+                st.append(s_ << (8 * i))
+        return np.array(rows, dtype=np.int64), np.array(st, dtype=np.int64)
 
     @property
     def t(self) -> int:
@@ -208,5 +223,24 @@ def build_space(data: QIData) -> LatticeSpace:
         for lv in range(heights[j] + 1):
             c = cstart[j] + lv
             np.take(per_col[c][0].astype(dtype), cols[j], out=codes[c])
+    planes, pstart, pbytes = code_planes(codes, mcol)
     return LatticeSpace(n, names, data.dn, trees, heights, codes, cstart, mcol, coff, cnode, cncp,
-                        ncp_mean, node_lo, node_hi, auto, data.counts, [p[0] for p in per_col])
+                        ncp_mean, node_lo, node_hi, auto, data.counts, [p[0] for p in per_col],
+                        planes, pstart, pbytes)
+
+
+def code_planes(codes: np.ndarray, mcol: np.ndarray):
+    """(planes uint8 (n_planes, t), pstart, pbytes int64 (n_cols,)): column c's codes (< mcol[c])
+    split into pbytes[c] bytes, low byte first, at planes[pstart[c] + i]."""
+    pbytes = np.array([max(1, (int(m) - 1).bit_length() + 7 >> 3) for m in mcol], dtype=np.int64)
+    pstart = np.zeros(mcol.size, dtype=np.int64)
+    if mcol.size:
+        pstart[1:] = np.cumsum(pbytes)[:-1]
+    planes = np.empty((int(pbytes.sum()), codes.shape[1]), dtype=np.uint8)
+    for c in range(mcol.size):
+        for i in range(int(pbytes[c])):
+            if i == 0:
+                np.copyto(planes[pstart[c]], codes[c], casting="unsafe")
+            else:
+                np.copyto(planes[pstart[c] + i], codes[c] >> (8 * i), casting="unsafe")
+    return planes, pstart, pbytes
