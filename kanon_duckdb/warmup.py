@@ -136,10 +136,11 @@ def compile_threaded_grouping(data) -> None:
     from .algorithms.lattice import _kernels as K
     space = build_space(data)
     for dtype in (np.uint16, np.int32):
-        sp = dataclasses.replace(space, codes=np.ascontiguousarray(space.codes, dtype=dtype))
+        sp = dataclasses.replace(space, code_dtype=dtype)
         ch = NodeChecker(sp, 2, stop_early=True)
         ch.parallel_min = 0
         ch.check(ch.bounds)
+        ch.check(ch.top)  # feasible: the class statistics on codes of this dtype
         low = ch.bounds
         rep, cnt, _, kc = ch._run_kernels(low)
         for tab in (None, (rep, cnt, kc, low)):

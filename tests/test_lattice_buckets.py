@@ -27,16 +27,18 @@ _NO_CAP = 1 << 62
 @given(st.lists(st.integers(1, 1 << 20), min_size=1, max_size=4), st.integers(1, 50),
        st.randoms(use_true_random=False))
 def test_code_planes_hold_each_code_byte_by_byte(mcol, t, rnd):
-    """A column of m codes takes as many bytes as m - 1 needs (at least one); the planes, low
-    byte first, give back every code, and the planes' weighted sum is the mixed-radix key."""
+    """A column of m codes takes as many bytes as m - 1 needs (none for one code: every code is
+    0); the planes, low byte first, give back every code."""
     mcol = np.array(mcol, dtype=np.int64)
     codes = np.array([[rnd.randrange(int(m)) for _ in range(t)] for m in mcol], dtype=np.int32)
     codes[:, 0] = mcol - 1  # the largest code occurs
     planes, pstart, pbytes = code_planes(codes, mcol)
     assert planes.dtype == np.uint8
     for c, m in enumerate(mcol.tolist()):
-        assert pbytes[c] == max(1, -(-(m - 1).bit_length() // 8))
-        back = sum(planes[pstart[c] + i].astype(np.int64) << (8 * i) for i in range(pbytes[c]))
+        assert pbytes[c] == -(-(m - 1).bit_length() // 8)
+        back = np.zeros(t, dtype=np.int64)
+        for i in range(pbytes[c]):
+            back |= planes[pstart[c] + i].astype(np.int64) << (8 * i)
         assert back.tolist() == codes[c].tolist()
 
 
@@ -166,3 +168,65 @@ def test_counts_of_an_all_distinct_histogram_are_not_read():
     assert ch._norep[1].shape[0] == 0
     _, hist2, _ = as_histogram(data, [2] + [1] * 49)
     assert NodeChecker(build_space(hist2), 2)._norep[1].shape[0] == 50
+
+
+def _reference_codes(data, space):
+    """codes[c, t] = the level code of row t's leaf, from the leaves themselves."""
+    from kanon_duckdb.algorithms.lattice.levels import numeric_tree
+    leaves = [numeric_tree(data, j)[1] for j in range(data.dn)]
+    leaves += [data.cat[:, j] for j in range(data.cat.shape[1])]
+    out = np.zeros(space.codes.shape, dtype=np.int64)
+    for j, leaf in enumerate(leaves):
+        for lv in range(int(space.heights[j]) + 1):
+            c = int(space.cstart[j] + lv)
+            out[c] = space.leaf_codes[c][leaf]
+    return out
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tables())
+def test_build_space_writes_the_codes_and_their_planes(data):
+    space = build_space(data)
+    assert space.codes.tolist() == _reference_codes(data, space).tolist()
+    assert space.planes.tolist() == code_planes(space.codes, space.mcol)[0].tolist()
+
+
+def test_build_space_planes_of_wide_levels():
+    """Levels of more than 256 and 65,536 codes take two and three bytes per row."""
+    from test_lattice import make_data
+    rng = np.random.default_rng(3)
+    n = 70_000
+    data = make_data([list(rng.permutation(n).astype(float)),
+                      list(rng.integers(0, 1000, n).astype(float))], [])
+    space = build_space(data)
+    assert space.codes.dtype == np.int32 and int(space.mcol.max()) == n
+    assert sorted(set(space.pbytes.tolist())) == [0, 1, 2, 3]
+    assert space.codes.tolist() == _reference_codes(data, space).tolist()
+    assert space.planes.tolist() == code_planes(space.codes, space.mcol)[0].tolist()
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.one_of(st.integers(-50, 50).map(float), st.sampled_from([0.0, -0.0, 1.5, 1e300]),
+                          st.floats(allow_nan=True, allow_infinity=True)), min_size=0,
+                max_size=200),
+       st.data(), st.sampled_from([1, 7, 101, 1 << 24]))
+def test_distinct_integral_equals_distinct_sorted(values, draw, max_range):
+    """Counting the values of an integer column gives distinct_sorted's values (sign of zero
+    included) and indexes; any other column (a fraction, NaN, infinity, a span past
+    max_range, no value) is declined."""
+    col = np.array(values, dtype=np.float64)
+    null = np.array(draw.draw(st.lists(st.booleans(), min_size=col.size, max_size=col.size)),
+                    dtype=bool)
+    wide = np.zeros((col.size, 2))
+    wide[:, 1] = col
+    view = wide[:, 1]
+    ok, vals, pos = K.distinct_integral(view, null, max_range)
+    kept = col[~null]
+    integral = kept.size > 0 and bool(np.all(np.isfinite(kept))) and bool(
+        np.all(kept == np.floor(kept))) and kept.max() - kept.min() < max_range
+    assert ok == integral
+    if ok:
+        want_vals, want_pos = K.distinct_sorted(view, view.view(np.int64), null)
+        assert vals.tolist() == want_vals.tolist()
+        assert np.signbit(vals).tolist() == np.signbit(want_vals).tolist()
+        assert pos.tolist() == want_pos.tolist()

@@ -185,7 +185,7 @@ def test_warmup_compiles_the_lattice_large_table_kernels_for_both_code_dtypes():
     event.register("numba:compile", listener)
     try:
         for dtype in (np.uint16, np.int32):  # int32: a level with 65,536 values or more
-            sp = dataclasses.replace(space, codes=space.codes.astype(dtype))
+            sp = dataclasses.replace(space, code_dtype=dtype)
             ch = NodeChecker(sp, 3, 0.01, stop_early=True)
             ch.parallel_min = 0  # as a table with 2^18 distinct tuples
             before = len(K.group_node_parallel.overloads)

@@ -5,7 +5,9 @@ No validation here; the orchestration (checker.py, searches) prepares the arrays
 Layout shared by the kernels (d = number of QIs):
 
 - ``codes`` uint16 or int32 (n_cols, n): one column per (QI j, level L), holding the compact
-  code (0..m-1) of each row's level-L ancestor; column ``cstart[j] + L``
+  code (0..m-1) of each row's level-L ancestor; column ``cstart[j] + L`` (the encoded rows are
+  held as ``planes``, uint8, the same codes byte by byte: ``level_codes`` writes them,
+  ``plane_gather`` / ``plane_counts`` read them)
 - ``cols``  int64 (d,): the column of each QI at the node being evaluated
 - ``rep``/``cnt``: an input class table, one representative row and a row count per class
   (the encoded rows: ``identity=True``, r = t, count ``cnt[t]`` for a histogram of distinct
@@ -26,6 +28,8 @@ a code of b bytes is b pseudo-columns whose strides are the column's stride << 8
 are the same. Scratch buffers are owned and reused by the caller.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -234,10 +238,10 @@ def group_tuple(codes, rep, cnt, identity, cols, cap, want_cls):
 
 
 @njit
-def class_stats_ok(out_rep, out_cnt, ok, codes, cols, coff, cncp):
+def class_stats_ok(out_cnt, ok, kc, cols, coff, cncp):
     """``class_stats`` with the suppressed classes given: class s is kept iff ok[s] (privacy
     models beyond k). Same outputs."""
-    C = out_rep.shape[0]
+    C = out_cnt.shape[0]
     d = cols.shape[0]
     mn = np.int64(1) << 62
     sup = np.int64(0)
@@ -252,10 +256,9 @@ def class_stats_ok(out_rep, out_cnt, ok, codes, cols, coff, cncp):
         sq_all += cc
         if not ok[s]:
             sup += c
-            r = out_rep[s]
             acc = 0.0
             for j in range(d):
-                acc += cncp[coff[cols[j]] + codes[cols[j], r]]
+                acc += cncp[coff[cols[j]] + kc[j, s]]
             if d > 0:
                 sup_ncp += c * acc / d
         else:
@@ -264,25 +267,22 @@ def class_stats_ok(out_rep, out_cnt, ok, codes, cols, coff, cncp):
 
 
 @njit
-def class_stats(out_rep, out_cnt, k, codes, cols, coff, cncp):
+def class_stats(out_cnt, k, kc, cols, coff, cncp):
     """Statistics of a grouped node: (min class size, rows in classes < k, sum of |e|^2 over
     classes >= k, sum of |e|^2 over all classes, sum over suppressed rows of their mean NCP).
 
-    cncp float64 flat: NCP of code x of column c at cncp[coff[c] + x].
+    kc (d, C) each class's codes at the node (column cols[j] for QI j); cncp float64 flat: NCP
+    of code x of column c at cncp[coff[c] + x].
     """
-    return class_stats_ok(out_rep, out_cnt, out_cnt >= k, codes, cols, coff, cncp)
+    return class_stats_ok(out_cnt, out_cnt >= k, kc, cols, coff, cncp)
 
 
 @njit
-def single_qi_suppression(codes, m, k, cnt):
-    """Rows in classes smaller than k when grouping by one QI's codes (int32 (t,), m codes);
-    ``cnt`` int64 (t,) rows per encoded row, or empty (one each)."""
-    counts = np.zeros(m, dtype=np.int64)
-    has_cnt = cnt.shape[0] > 0
-    for i in range(codes.shape[0]):
-        counts[codes[i]] += cnt[i] if has_cnt else 1
+def single_qi_suppression(counts, k):
+    """Rows in classes smaller than k when grouping by one QI: ``counts`` int64 rows per code
+    (``plane_counts``)."""
     sup = np.int64(0)
-    for c in range(m):
+    for c in range(counts.shape[0]):
         if 0 < counts[c] < k:
             sup += counts[c]
     return sup
@@ -738,3 +738,93 @@ def _low_bit(m):
         m >>= np.uint64(1)
         i += 1
     return i
+
+
+@njit
+def level_codes(leaf, lut, lutoff, pstart, pbytes, planes):
+    """Write one QI's level columns as byte planes: for each of its columns i, the code
+    lut[lutoff[i] + leaf[t]] of row t byte by byte, low byte first, in
+    planes[pstart[i] .. pstart[i] + pbytes[i] - 1, t] (pbytes 0: a column with one code,
+    nothing written). leaf int32 (t,) the rows' leaf ordinals; lut int64 flat. One read of the
+    leaves per block of rows, sequential writes. O(t · planes)."""
+    t = leaf.shape[0]
+    B = 4096
+    for a in range(0, t, B):
+        b = min(a + B, t)
+        for i in range(pstart.shape[0]):
+            off = lutoff[i]
+            for y in range(pbytes[i]):
+                py = planes[pstart[i] + y]
+                sh = 8 * y
+                for s in range(a, b):
+                    py[s] = (lut[off + leaf[s]] >> sh) & 255
+
+
+@njit
+def plane_gather(planes, pstart, pbytes, cols, rows, out):
+    """out[i, s] = the code of column cols[i] at row rows[s], read from its byte planes."""
+    for i in range(cols.shape[0]):
+        c = cols[i]
+        for s in range(rows.shape[0]):
+            r = rows[s]
+            v = 0
+            for y in range(pbytes[c]):
+                v |= np.int64(planes[pstart[c] + y, r]) << (8 * y)
+            out[i, s] = v
+
+
+@njit
+def plane_counts(planes, p0, nb, m, cnt):
+    """Rows per code (int64 (m,)) of the column held in planes p0 .. p0 + nb - 1 (nb 0: every
+    code 0); ``cnt`` int64 rows per encoded row, or empty (one each)."""
+    t = planes.shape[1]
+    counts = np.zeros(m, dtype=np.int64)
+    has_cnt = cnt.shape[0] > 0
+    for r in range(t):
+        v = 0
+        for y in range(nb):
+            v |= np.int64(planes[p0 + y, r]) << (8 * y)
+        counts[v] += cnt[r] if has_cnt else 1
+    return counts
+
+
+@njit
+def distinct_integral(col, null, max_range):
+    """``distinct_sorted`` by counting, for a column of integers: (ok, values, index). ok is
+    False (and the arrays empty) unless every non-null value is a finite integer and max - min
+    < max_range (and some value is non-null); then values float64 (u,) ascending and index int32
+    (n,) (-1 where null) equal ``distinct_sorted``'s. Two sequential passes plus O(range)."""
+    n = col.shape[0]
+    lo = np.inf
+    hi = -np.inf
+    fail = (False, np.empty(0, dtype=np.float64), np.empty(0, dtype=np.int32))
+    for i in range(n):
+        if null[i]:
+            continue
+        v = col[i]
+        if not math.isfinite(v) or v != math.floor(v):
+            return fail
+        if v < lo:
+            lo = v
+        if v > hi:
+            hi = v
+    if hi < lo or hi - lo >= max_range:
+        return fail
+    m = np.int64(hi - lo) + 1
+    rank = np.zeros(m, dtype=np.int32)
+    for i in range(n):
+        if not null[i]:
+            rank[np.int64(col[i] - lo)] = 1
+    u = 0
+    for x in range(m):
+        seen = rank[x]
+        rank[x] = u if seen else -1
+        u += seen
+    vals = np.empty(u, dtype=np.float64)
+    for x in range(m):
+        if rank[x] >= 0:
+            vals[rank[x]] = lo + x
+    pos = np.empty(n, dtype=np.int32)
+    for i in range(n):
+        pos[i] = -1 if null[i] else rank[np.int64(col[i] - lo)]
+    return True, vals, pos

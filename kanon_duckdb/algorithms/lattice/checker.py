@@ -171,8 +171,8 @@ class NodeChecker:
             lv = int(sp.heights[j])
             for L in range(int(sp.heights[j]) + 1):
                 c = int(sp.cstart[j] + L)
-                if K.single_qi_suppression(sp.codes[c], int(sp.mcol[c]), self.k,
-                                           self._norep[1]) <= self.limit:
+                if K.single_qi_suppression(sp.code_counts(c, self._norep[1]),
+                                           self.k) <= self.limit:
                     lv = L
                     break
             out.append(lv)
@@ -257,7 +257,7 @@ class NodeChecker:
             cols = sp.cols(levels)
             if live is not None:
                 cols = cols[live]
-            kc = sp.codes[cols[:, None], rep[None, :]]
+            kc = sp.codes_at(cols, rep)
         if live is None:
             return kc
         out = np.zeros((sp.d, kc.shape[1]), dtype=kc.dtype)
@@ -273,7 +273,7 @@ class NodeChecker:
             cols = sp.cols(levels)
             rep, cnt = (self._norep[0], self._norep[1]) if tab is None else tab[:2]
             rep, cnt, cls = K.group_tuple(sp.codes, rep, cnt, tab is None, cols, cap, want_cls)
-            return rep, cnt, cls, sp.codes[cols[:, None], rep[None, :]]
+            return rep, cnt, cls, sp.codes_at(cols, rep)
         *args, ks, live = self._kernel_args(levels, tab)
         if tab is None and cap < _NO_CAP and self.t >= self.parallel_min:  # long: in chunks
             key_scr, val_scr, dense_scr = self._chunk_scratch()
@@ -409,18 +409,18 @@ class NodeChecker:
                 res = CheckResult(False, math.inf, self.static_bound(key), -1, 0, 0)
                 self.memo[key] = res
                 return res
-            rep, cnt = tab[:2]
+            rep, cnt, kc = tab[:3]
             self._remember(key, tab)
-            mn, sup, sq_ok, sq_all, sup_ncp = K.class_stats(rep, cnt, self.k, sp.codes,
-                                                            sp.cols(key), sp.coff, self._cncp)
+            mn, sup, sq_ok, sq_all, sup_ncp = K.class_stats(cnt, self.k, kc, sp.cols(key),
+                                                            sp.coff, self._cncp)
         else:  # per-class histograms of the sensitive values need the rows' classes
-            rep, cnt, cls, _ = self._run_kernels(key, want_cls=True)
+            rep, cnt, cls, kc = self._run_kernels(key, want_cls=True)
             self.n_evaluated += 1
             self.n_passes += 1
             self.n_rows_grouped += self.t
             ok = self.privacy.classes_ok(cls, rep.shape[0])
-            mn, sup, sq_ok, sq_all, sup_ncp = K.class_stats_ok(rep, cnt, ok, sp.codes,
-                                                               sp.cols(key), sp.coff, self._cncp)
+            mn, sup, sq_ok, sq_all, sup_ncp = K.class_stats_ok(cnt, ok, kc, sp.cols(key),
+                                                               sp.coff, self._cncp)
         sup = int(sup)
         feasible = sup <= self.limit
         stats = objectives.NodeStats(sup, sq_ok, sq_all, sup_ncp)
@@ -453,7 +453,7 @@ class NodeChecker:
         one class holding every suppressed row (published fully generalized)."""
         sp = self.space
         key = tuple(int(x) for x in levels)
-        crep, ccnt, cls, _ = self._run_kernels(key, want_cls=True)
+        crep, ccnt, cls, ckc = self._run_kernels(key, want_cls=True)
         if self.privacy is None:
             small = ccnt < self.k
         else:
@@ -462,8 +462,8 @@ class NodeChecker:
         keep = np.flatnonzero(~small)
         # the tuples come from a parallel GROUP BY in no fixed order: number the classes by their
         # generalized values so the same node always publishes the same class ids
-        node_cols = [sp.cnode[sp.coff[c] + sp.codes[c][crep[keep]].astype(np.int64)]
-                     for c in sp.cols(key)]
+        node_cols = [sp.cnode[sp.coff[c] + ckc[j][keep].astype(np.int64)]
+                     for j, c in enumerate(sp.cols(key))]
         if node_cols:
             keep = keep[np.lexsort(node_cols[::-1])]
         new_id = np.full(crep.shape[0], keep.size, dtype=np.int64)  # suppressed -> last class
@@ -471,13 +471,13 @@ class NodeChecker:
         ec = new_id[cls]
         suppressed = small[cls]
         C = keep.size + (1 if n_sup else 0)
-        reps = crep[keep]
+        kept = ckc[:, keep]  # the codes of the kept classes at the node
         dc = sp.d - sp.dn
         cat_nodes = np.zeros((C, dc), dtype=np.int32)
         num_lo = np.full((C, sp.dn), np.nan)
         num_hi = np.full((C, sp.dn), np.nan)
         for j, c in enumerate(sp.cols(key)):
-            nodes = sp.cnode[sp.coff[c] + sp.codes[c][reps].astype(np.int64)]
+            nodes = sp.cnode[sp.coff[c] + kept[j].astype(np.int64)]
             if j < sp.dn:
                 num_lo[:keep.size, j] = sp.node_lo[j][nodes]
                 num_hi[:keep.size, j] = sp.node_hi[j][nodes]
