@@ -230,3 +230,19 @@ def test_distinct_integral_equals_distinct_sorted(values, draw, max_range):
         assert vals.tolist() == want_vals.tolist()
         assert np.signbit(vals).tolist() == np.signbit(want_vals).tolist()
         assert pos.tolist() == want_pos.tolist()
+
+
+def test_hash_tables_are_sized_on_first_need_and_grow():
+    """The checker's open-addressing tables start empty and grow to 2 keys + 2 slots (a power
+    of two, all -1): a stopping checker never allocates them for all t tuples up front."""
+    from test_lattice import make_data
+    ch = NodeChecker(build_space(make_data([[float(i // 2) for i in range(300)]], [])), 2,
+                     stop_early=True)
+    assert ch._hkey.shape[0] == 0
+    hkey, hval = ch._tables(5)
+    assert hkey.shape[0] == 16 and hval.shape[0] == 16 and hval.dtype == np.int32
+    assert ch._tables(3)[0] is hkey  # big enough: kept
+    hkey, _ = ch._tables(100)
+    assert hkey.shape[0] == 256 and (hkey == -1).all()
+    res = ch.check((0,))
+    assert res.feasible and res.n_classes == 150 and (ch._hkey == -1).all()

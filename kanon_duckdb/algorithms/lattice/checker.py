@@ -108,11 +108,8 @@ class NodeChecker:
         # group_node counts densely only key spaces <= max(2^16, 4 inputs) (inputs <= t): a
         # larger array would never be read (Adult: 0.5 MB instead of 8 MB filled per checker)
         self._dense = np.full(min(_DENSE_MAX, max(1 << 16, 4 * self.t)), -1, dtype=np.int32)
-        hsize = 1
-        while hsize < 2 * self.t + 2:
-            hsize *= 2
-        self._hkey = np.full(hsize, -1, dtype=np.int64)
-        self._hval = np.empty(hsize, dtype=np.int32)
+        self._hkey = np.zeros(0, dtype=np.int64)  # sized by _tables on first use
+        self._hval = np.zeros(0, dtype=np.int32)
         self._keybuf = np.empty(_KEY_BLOCK, dtype=np.int64)
         self._cache_entries = cache_entries
         self._ckeys = np.full((cache_entries, space.d), np.iinfo(np.int64).max, dtype=np.int64)
@@ -277,12 +274,28 @@ class NodeChecker:
         *args, ks, live = self._kernel_args(levels, tab)
         if tab is None and cap < _NO_CAP and self.t >= self.parallel_min:  # long: in chunks
             key_scr, val_scr, dense_scr = self._chunk_scratch()
-            out = K.group_node_parallel(*args, ks, cap, key_scr, val_scr, dense_scr, self._hkey,
-                                        self._hval, want_cls)
+            hkey, hval = self._tables(min(cap + 1, self.t))
+            out = K.group_node_parallel(*args, ks, cap, key_scr, val_scr, dense_scr, hkey, hval,
+                                        want_cls)
         else:
-            out = K.group_node(*args, ks, cap, self._dense, self._hkey, self._hval,
+            c = self.t if tab is None else tab[0].shape[0]
+            hkey, hval = self._tables(min(cap + 1, c, ks))
+            out = K.group_node(*args, ks, cap, self._dense, hkey, hval,
                                self._keybuf, want_cls)
         return out[0], out[1], out[2], self._full_codes(levels, tab, out[0], out[3], live)
+
+    def _tables(self, keys: int):
+        """The open-addressing tables of ``group_node`` (hkey int64 all -1, hval int32) for up to
+        ``keys`` classes: allocated on first need and grown to the largest need so far (a
+        stopping checker's groupings need about 2 cap slots, not 2 t: 0.4 s of page faults at
+        10M tuples)."""
+        size = 1
+        while size < 2 * keys + 2:
+            size *= 2
+        if self._hkey.shape[0] < size:
+            self._hkey = np.full(size, -1, dtype=np.int64)
+            self._hval = np.empty(size, dtype=np.int32)
+        return self._hkey, self._hval
 
     def _dense_fits(self, ks: int, c: int) -> bool:
         """``group_node`` counts this key space in its dense array (the mode it picks)."""
