@@ -103,6 +103,7 @@ def buckets_everywhere(monkeypatch):
     monkeypatch.setattr(checker, "BUCKET_MIN", 2)
     monkeypatch.setattr(checker, "BUCKET_ROWS", 2)
     monkeypatch.setattr(checker, "DENSE_STOP_MAX", 0)
+    monkeypatch.setattr(checker, "DENSE_KEEP_MAX", 0)
     calls = []
     real = K.group_buckets
     monkeypatch.setattr(K, "group_buckets", lambda *a: calls.append(a[-6]) or real(*a))
@@ -119,6 +120,7 @@ def test_bucketed_checker_keeps_every_node_result(data, k, ms, loss, rnd):
         mp.setattr(checker, "BUCKET_MIN", 2)
         mp.setattr(checker, "BUCKET_ROWS", 2)
         mp.setattr(checker, "DENSE_STOP_MAX", 0)
+        mp.setattr(checker, "DENSE_KEEP_MAX", 0)
         k = min(k, data.n)
         space = build_space(data)
         nodes = all_nodes(space)

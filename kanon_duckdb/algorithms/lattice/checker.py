@@ -65,6 +65,7 @@ _KEY_BLOCK = 4096  # inputs keyed per block by the grouping kernel
 PARALLEL_MIN = 1 << 18  # encoded rows from which a capped pass over them runs in thread chunks
 BUCKET_MIN = 1 << 15  # inputs from which a stopping grouping runs in hash buckets
 DENSE_STOP_MAX = 1 << 16  # key spaces up to this size: a stopping grouping counts them densely
+DENSE_KEEP_MAX = 1 << 18  # the same for a grouping that keeps its table (dense array in cache)
 BUCKET_ROWS = 1 << 14  # about this many inputs per bucket (its hash table stays in cache)
 
 
@@ -306,13 +307,15 @@ class NodeChecker:
         stopped because the node is infeasible: more than ``cap`` classes, or (bucketed
         grouping, ``_kernels.group_buckets``, unless ``keep_table``) more than ``limit`` rows
         found in classes smaller than k. Only with ``stop_early``; same tables as
-        ``_run_kernels`` when complete. Key spaces that are small (counted densely) or far
+        ``_run_kernels`` when complete. Key spaces that are small (counted densely: up to
+        ``DENSE_STOP_MAX``, or ``DENSE_KEEP_MAX`` when the table is kept anyway) or far
         larger than ``cap`` (the plain grouping meets cap + 1 classes after about cap inputs)
         and short inputs take ``group_node``; the rest run in hash buckets."""
         sp = self.space
         c = self.t if tab is None else tab[0].shape[0]
         ks = sp.keyspace(levels)[1]
-        if ks <= DENSE_STOP_MAX or c < self.bucket_min or min(ks, c) > 2 * self.cap:
+        if (ks <= (DENSE_KEEP_MAX if keep_table else DENSE_STOP_MAX) or c < self.bucket_min
+                or min(ks, c) > 2 * self.cap):
             rep, cnt, _, kc = self._run_kernels(levels, tab, cap=self.cap)
             return None if rep.shape[0] > self.cap else (rep, cnt, kc)
         *args, ks, live = self._kernel_args(levels, tab)
