@@ -120,23 +120,35 @@ def _ready(times: dict, name: str, t0: float, out) -> None:
 
 
 def compile_threaded_grouping(data) -> None:
-    """Compile (or load) the lattice checker's threaded grouping pass
-    (``lattice._kernels.group_node_parallel``) for both level-code dtypes, uint16 and int32
-    (a column with 65,536 values or more), through the checker's own call on ``data``
-    (a lattice run's ``QIData``) with the row threshold lowered to 0. A real run reaches this
-    pass only from ``checker.PARALLEL_MIN`` distinct tuples: the first ``optimal`` at 1M rows
-    compiled it for 13.6 s. O(rows of data)."""
+    """Compile (or load) the lattice checker's kernels that real runs reach only on large
+    tables, through the checker's own calls on ``data`` (a lattice run's ``QIData``) with the
+    size thresholds lowered: the threaded grouping pass over the rows' byte planes
+    (``lattice._kernels.group_node_parallel``, from ``checker.PARALLEL_MIN`` distinct tuples:
+    the first ``optimal`` at 1M rows compiled it for 13.6 s) and the bucketed grouping
+    (``group_buckets``, from ``checker.BUCKET_MIN`` inputs) over the byte planes and over a
+    cached class table of each level-code dtype, uint16 and int32 (a column with 65,536 values
+    or more). O(rows of data)."""
     import dataclasses
 
     import numpy as np
 
     from .algorithms.lattice import NodeChecker, build_space
+    from .algorithms.lattice import _kernels as K
     space = build_space(data)
     for dtype in (np.uint16, np.int32):
-        sp = dataclasses.replace(space, codes=np.ascontiguousarray(space.codes, dtype=dtype))
+        sp = dataclasses.replace(space, code_dtype=dtype)
         ch = NodeChecker(sp, 2, stop_early=True)
         ch.parallel_min = 0
         ch.check(ch.bounds)
+        ch.check(ch.top)  # feasible: the class statistics on codes of this dtype
+        low = ch.bounds
+        rep, cnt, _, kc = ch._run_kernels(low)
+        for tab in (None, (rep, cnt, kc, low)):
+            *args, ks, _ = ch._kernel_args(ch.top, tab)
+            c = sp.t if tab is None else rep.shape[0]
+            keys, skey = np.empty(c, np.int64), np.empty(c, np.int64)
+            K.group_buckets(*args, ks, ch.k, ch.limit, ch.cap, 1, keys, skey,
+                            np.empty(c, np.int32))
 
 
 _preload_thread = None

@@ -218,7 +218,8 @@ def test_chunked_grouping_equals_the_sequential_one(data, draw, threads, want_cl
     strides, ks = space.keyspace(levels)
     args = (space.codes, cols, ch._nolut, ch._nolut, False)
     rows = (ch._norep[0], ch._norep[1], True, strides)
-    want = K.group_node(*args, *rows, ks, cap, ch._dense, ch._hkey, ch._hval, ch._keybuf,
+    hkey, hval = ch._tables(space.t)
+    want = K.group_node(*args, *rows, ks, cap, ch._dense, hkey, hval, ch._keybuf,
                         want_cls)
     keys = min(-(-space.t // threads), min(cap, space.t) + 1)
     size = 1
@@ -227,10 +228,10 @@ def test_chunked_grouping_equals_the_sequential_one(data, draw, threads, want_cl
     scr_key = np.full((threads, size), -1, dtype=np.int64)
     scr_dense = np.full((threads, draw.draw(st.sampled_from([1, 1 << 12]))), -1, np.int32)
     got = K.group_node_parallel(*args, *rows, ks, cap, scr_key,
-                                np.empty((threads, size), np.int32), scr_dense, ch._hkey,
-                                ch._hval, want_cls)
+                                np.empty((threads, size), np.int32), scr_dense, hkey, hval,
+                                want_cls)
     assert got[0].shape[0] == want[0].shape[0]
-    assert (scr_key == -1).all() and (ch._hkey == -1).all()  # scratch left clean
+    assert (scr_key == -1).all() and (hkey == -1).all()  # scratch left clean
     assert (scr_dense == -1).all()
     if want[0].shape[0] <= cap:  # complete: identical tables
         for a, b in zip(got, want):

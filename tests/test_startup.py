@@ -151,7 +151,7 @@ def test_a_kanon_runs_table_of_an_earlier_version_gets_its_missing_columns(tmp_p
 
 
 @pytest.mark.slow
-def test_warmup_compiles_the_lattice_threaded_grouping_for_both_code_dtypes():
+def test_warmup_compiles_the_lattice_large_table_kernels_for_both_code_dtypes():
     # the first optimal at 1M rows compiled group_node_parallel for 13.6 s although
     # `kanon-duckdb warmup` had run: real runs reach that pass only from 2^18 distinct tuples
     import dataclasses
@@ -185,13 +185,23 @@ def test_warmup_compiles_the_lattice_threaded_grouping_for_both_code_dtypes():
     event.register("numba:compile", listener)
     try:
         for dtype in (np.uint16, np.int32):  # int32: a level with 65,536 values or more
-            sp = dataclasses.replace(space, codes=space.codes.astype(dtype))
+            sp = dataclasses.replace(space, code_dtype=dtype)
             ch = NodeChecker(sp, 3, 0.01, stop_early=True)
             ch.parallel_min = 0  # as a table with 2^18 distinct tuples
             before = len(K.group_node_parallel.overloads)
             res = ch.check(ch.bounds)
             assert res.n_classes > 0 or res.n_suppressed == -1
-            assert len(K.group_node_parallel.overloads) == before == 2
+            # the pass reads the byte planes: one overload whatever the codes' dtype
+            assert len(K.group_node_parallel.overloads) == before == 1
+            ch = NodeChecker(sp, 3, 0.01, stop_early=True)
+            ch.bucket_min = 0  # as a table with 2^15 distinct tuples: buckets
+            low = tuple(0 for _ in ch.top)
+            ch.check(low, keep_table=True)  # the planes, or a stop past cap
+            ch.check(tuple(min(1, int(h)) for h in ch.top))  # rolled up from the cache or planes
+            *args, ks, _ = ch._kernel_args(ch.top, ch._run_kernels(low)[:2] + (
+                ch._run_kernels(low)[3], low))
+            assert args[0].dtype == dtype  # a cached table's codes
+            assert len(K.group_buckets.overloads) == 3  # planes, uint16 and int32 tables
     finally:
         event.unregister("numba:compile", listener)
     assert compiled == []

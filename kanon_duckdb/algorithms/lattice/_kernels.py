@@ -5,7 +5,9 @@ No validation here; the orchestration (checker.py, searches) prepares the arrays
 Layout shared by the kernels (d = number of QIs):
 
 - ``codes`` uint16 or int32 (n_cols, n): one column per (QI j, level L), holding the compact
-  code (0..m-1) of each row's level-L ancestor; column ``cstart[j] + L``
+  code (0..m-1) of each row's level-L ancestor; column ``cstart[j] + L`` (the encoded rows are
+  held as ``planes``, uint8, the same codes byte by byte: ``level_codes`` writes them,
+  ``plane_gather`` / ``plane_counts`` read them)
 - ``cols``  int64 (d,): the column of each QI at the node being evaluated
 - ``rep``/``cnt``: an input class table, one representative row and a row count per class
   (the encoded rows: ``identity=True``, r = t, count ``cnt[t]`` for a histogram of distinct
@@ -19,9 +21,15 @@ is small, open addressing otherwise; ``group_tuple`` handles key spaces past 2^6
 hashing the code tuple and comparing it. Both stop as soon as more than ``cap`` classes exist (a
 node with more than n/k + limit classes suppresses more than limit rows: its exact table is not
 needed), so an infeasible node near the all-distinct bottom costs about n/k + limit inputs and
-a table of that size, not t. Scratch buffers are owned and reused by the caller.
+a table of that size, not t. ``group_buckets`` groups in hash buckets (cache-sized tables)
+and also stops once more than the suppression limit of rows are known to be in classes smaller
+than k. Passes over the encoded rows read ``planes`` (uint8, a level's codes byte by byte):
+a code of b bytes is b pseudo-columns whose strides are the column's stride << 8 i, so the keys
+are the same. Scratch buffers are owned and reused by the caller.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -230,10 +238,10 @@ def group_tuple(codes, rep, cnt, identity, cols, cap, want_cls):
 
 
 @njit
-def class_stats_ok(out_rep, out_cnt, ok, codes, cols, coff, cncp):
+def class_stats_ok(out_cnt, ok, kc, cols, coff, cncp):
     """``class_stats`` with the suppressed classes given: class s is kept iff ok[s] (privacy
     models beyond k). Same outputs."""
-    C = out_rep.shape[0]
+    C = out_cnt.shape[0]
     d = cols.shape[0]
     mn = np.int64(1) << 62
     sup = np.int64(0)
@@ -248,10 +256,9 @@ def class_stats_ok(out_rep, out_cnt, ok, codes, cols, coff, cncp):
         sq_all += cc
         if not ok[s]:
             sup += c
-            r = out_rep[s]
             acc = 0.0
             for j in range(d):
-                acc += cncp[coff[cols[j]] + codes[cols[j], r]]
+                acc += cncp[coff[cols[j]] + kc[j, s]]
             if d > 0:
                 sup_ncp += c * acc / d
         else:
@@ -260,25 +267,22 @@ def class_stats_ok(out_rep, out_cnt, ok, codes, cols, coff, cncp):
 
 
 @njit
-def class_stats(out_rep, out_cnt, k, codes, cols, coff, cncp):
+def class_stats(out_cnt, k, kc, cols, coff, cncp):
     """Statistics of a grouped node: (min class size, rows in classes < k, sum of |e|^2 over
     classes >= k, sum of |e|^2 over all classes, sum over suppressed rows of their mean NCP).
 
-    cncp float64 flat: NCP of code x of column c at cncp[coff[c] + x].
+    kc (d, C) each class's codes at the node (column cols[j] for QI j); cncp float64 flat: NCP
+    of code x of column c at cncp[coff[c] + x].
     """
-    return class_stats_ok(out_rep, out_cnt, out_cnt >= k, codes, cols, coff, cncp)
+    return class_stats_ok(out_cnt, out_cnt >= k, kc, cols, coff, cncp)
 
 
 @njit
-def single_qi_suppression(codes, m, k, cnt):
-    """Rows in classes smaller than k when grouping by one QI's codes (int32 (t,), m codes);
-    ``cnt`` int64 (t,) rows per encoded row, or empty (one each)."""
-    counts = np.zeros(m, dtype=np.int64)
-    has_cnt = cnt.shape[0] > 0
-    for i in range(codes.shape[0]):
-        counts[codes[i]] += cnt[i] if has_cnt else 1
+def single_qi_suppression(counts, k):
+    """Rows in classes smaller than k when grouping by one QI: ``counts`` int64 rows per code
+    (``plane_counts``)."""
     sup = np.int64(0)
-    for c in range(m):
+    for c in range(counts.shape[0]):
         if 0 < counts[c] < k:
             sup += counts[c]
     return sup
@@ -589,3 +593,238 @@ def group_node_parallel(src, cols, lut, lutoff, use_lut, rep, cnt, identity, str
         out_rep[g] = out_first[g] if identity else rep[out_first[g]]
     kc = _class_codes(src, cols, lut, lutoff, use_lut, out_first, nout)
     return out_rep, out_cnt[:nout].copy(), cls, kc
+
+
+@njit
+def group_buckets(src, cols, lut, lutoff, use_lut, rep, cnt, identity, strides, keyspace, k,
+                  stop_sup, cap, pbits, keys, skey, sidx):
+    """``group_node`` in cache-sized pieces, stopping as soon as the node is known infeasible.
+
+    Same inputs as ``group_node`` (no dense / hash scratch; keys < keyspace); k: a class of fewer than k rows is
+    suppressed; stop_sup: stop once more rows than this are suppressed (the suppression limit:
+    the node is infeasible; a huge value never stops there); cap as in ``group_node``. The keys of all inputs are computed (keys int64 (>= c,) scratch), then
+    the inputs are scattered into 2^pbits buckets (pbits >= 1) by the top bits of the key's
+    hash (skey int64 / sidx int32 (>= c,) scratch): every class lies in one bucket, so each
+    bucket is grouped on its own with a small hash table, in cache. After each bucket the rows
+    in its classes smaller than k are added up; the grouping stops as soon as they exceed
+    ``stop_sup`` or the classes found exceed ``cap`` (either makes the node infeasible: a class's
+    rows are all counted once its bucket is done, so the count is exact, never an estimate).
+
+    Returns (stopped, rep int32 (C,), cnt int64 (C,), kc (d, C)): when not stopped, the node's
+    class table exactly as ``group_node`` returns it (classes in the order of their first input,
+    that input the representative, codes at the node); when stopped, empty arrays.
+    O(c·d) sequential work plus O(c) scatter and in-cache probes; the probes stop early."""
+    c = src.shape[1] if identity else rep.shape[0]
+    d = cols.shape[0]
+    P = np.int64(1) << pbits
+    pshift = np.uint64(64 - pbits)
+    has_cnt = cnt.shape[0] > 0
+    bstart = np.zeros(P + 1, dtype=np.int64)
+    B = 4096
+    for a in range(0, c, B):
+        b = min(a + B, c)
+        for t in range(a, b):
+            keys[t] = 0
+        for j in range(d):
+            col = src[cols[j]]
+            st = strides[j]
+            if use_lut:
+                off = lutoff[j]
+                for t in range(a, b):
+                    keys[t] += lut[off + col[t]] * st
+            else:
+                for t in range(a, b):
+                    keys[t] += col[t] * st
+        for t in range(a, b):
+            bstart[np.int64((np.uint64(keys[t]) * _GOLDEN) >> pshift) + 1] += 1
+    biggest = 0
+    for p in range(P):
+        if bstart[p + 1] > biggest:
+            biggest = bstart[p + 1]
+        bstart[p + 1] += bstart[p]
+    fill = bstart[:P].copy()
+    sw = np.empty(c if has_cnt else 0, dtype=np.int64)  # the weights, scattered alongside
+    for t in range(c):
+        key = keys[t]
+        p = np.int64((np.uint64(key) * _GOLDEN) >> pshift)
+        q = fill[p]
+        skey[q] = key
+        sidx[q] = t
+        if has_cnt:
+            sw[q] = cnt[t]
+        fill[p] = q + 1
+    size, tshift, mask = _table_shape(biggest)
+    hkey = np.full(size, -1, dtype=np.int64)  # key << 32 | class in the bucket (keys < 2^31)
+    hval = np.empty(size if keyspace >= (np.int64(1) << 31) else 0, dtype=np.int32)
+    used = np.empty(max(biggest, 1), dtype=np.int64)  # slot of each class of the bucket
+    bcnt = np.empty(max(biggest, 1), dtype=np.int64)
+    bfirst = np.empty(max(biggest, 1), dtype=np.int64)
+    low = (np.int64(1) << 32) - 1
+    lim = cap + 1
+    if lim > c:
+        lim = c
+    out_first = np.empty(lim, dtype=np.int64)
+    out_cnt = np.empty(lim, dtype=np.int64)
+    nout = 0
+    sup = np.int64(0)
+    ubits = np.uint64(pbits)
+    packed = keyspace < (np.int64(1) << 31)
+    for p in range(P):
+        nu = 0
+        for q in range(bstart[p], bstart[p + 1]):
+            key = skey[q]
+            w = sw[q] if has_cnt else 1
+            h = np.int64(((np.uint64(key) * _GOLDEN) << ubits) >> tshift)
+            while True:
+                e = hkey[h]
+                if e < 0:
+                    if packed:
+                        hkey[h] = (key << 32) | nu
+                    else:
+                        hkey[h] = key
+                        hval[h] = nu
+                    used[nu] = h
+                    bcnt[nu] = w
+                    bfirst[nu] = sidx[q]
+                    nu += 1
+                    break
+                if packed:
+                    if (e >> 32) == key:
+                        bcnt[e & low] += w
+                        break
+                elif e == key:
+                    bcnt[hval[h]] += w
+                    break
+                h = (h + 1) & mask
+        for i in range(nu):
+            if bcnt[i] < k:
+                sup += bcnt[i]
+            if nout < lim:
+                out_first[nout] = bfirst[i]
+                out_cnt[nout] = bcnt[i]
+            nout += 1
+            hkey[used[i]] = -1
+        if sup > stop_sup or nout > cap:
+            e_rep = np.empty(0, dtype=np.int32)
+            return True, e_rep, np.empty(0, dtype=np.int64), np.empty((d, 0), dtype=src.dtype)
+    # classes in the order of their first input: mark the first inputs in a bitmap (their
+    # counts parked in keys[], free now), then read the marks in input order
+    marks = np.zeros((c >> 6) + 1, dtype=np.uint64)
+    for s in range(nout):
+        f = out_first[s]
+        keys[f] = out_cnt[s]
+        marks[f >> 6] |= np.uint64(1) << np.uint64(f & 63)
+    first = np.empty(nout, dtype=np.int64)
+    out_rep = np.empty(nout, dtype=np.int32)
+    s = 0
+    for w in range(marks.shape[0]):
+        m = marks[w]
+        while m != 0:
+            f = (w << 6) + np.int64(_low_bit(m))
+            m &= m - np.uint64(1)
+            first[s] = f
+            out_cnt[s] = keys[f]
+            out_rep[s] = f if identity else rep[f]
+            s += 1
+    kc = _class_codes(src, cols, lut, lutoff, use_lut, first, nout)
+    return False, out_rep, out_cnt[:nout].copy(), kc
+
+
+@njit
+def _low_bit(m):
+    """Index of the lowest set bit of a nonzero uint64."""
+    i = 0
+    while (m & np.uint64(1)) == 0:
+        m >>= np.uint64(1)
+        i += 1
+    return i
+
+
+@njit
+def level_codes(leaf, lut, lutoff, pstart, pbytes, planes):
+    """Write one QI's level columns as byte planes: for each of its columns i, the code
+    lut[lutoff[i] + leaf[t]] of row t byte by byte, low byte first, in
+    planes[pstart[i] .. pstart[i] + pbytes[i] - 1, t] (pbytes 0: a column with one code,
+    nothing written). leaf int32 (t,) the rows' leaf ordinals; lut int64 flat. One read of the
+    leaves per block of rows, sequential writes. O(t · planes)."""
+    t = leaf.shape[0]
+    B = 4096
+    for a in range(0, t, B):
+        b = min(a + B, t)
+        for i in range(pstart.shape[0]):
+            off = lutoff[i]
+            for y in range(pbytes[i]):
+                py = planes[pstart[i] + y]
+                sh = 8 * y
+                for s in range(a, b):
+                    py[s] = (lut[off + leaf[s]] >> sh) & 255
+
+
+@njit
+def plane_gather(planes, pstart, pbytes, cols, rows, out):
+    """out[i, s] = the code of column cols[i] at row rows[s], read from its byte planes."""
+    for i in range(cols.shape[0]):
+        c = cols[i]
+        for s in range(rows.shape[0]):
+            r = rows[s]
+            v = 0
+            for y in range(pbytes[c]):
+                v |= np.int64(planes[pstart[c] + y, r]) << (8 * y)
+            out[i, s] = v
+
+
+@njit
+def plane_counts(planes, p0, nb, m, cnt):
+    """Rows per code (int64 (m,)) of the column held in planes p0 .. p0 + nb - 1 (nb 0: every
+    code 0); ``cnt`` int64 rows per encoded row, or empty (one each)."""
+    t = planes.shape[1]
+    counts = np.zeros(m, dtype=np.int64)
+    has_cnt = cnt.shape[0] > 0
+    for r in range(t):
+        v = 0
+        for y in range(nb):
+            v |= np.int64(planes[p0 + y, r]) << (8 * y)
+        counts[v] += cnt[r] if has_cnt else 1
+    return counts
+
+
+@njit
+def distinct_integral(col, null, max_range):
+    """``distinct_sorted`` by counting, for a column of integers: (ok, values, index). ok is
+    False (and the arrays empty) unless every non-null value is a finite integer and max - min
+    < max_range (and some value is non-null); then values float64 (u,) ascending and index int32
+    (n,) (-1 where null) equal ``distinct_sorted``'s. Two sequential passes plus O(range)."""
+    n = col.shape[0]
+    lo = np.inf
+    hi = -np.inf
+    fail = (False, np.empty(0, dtype=np.float64), np.empty(0, dtype=np.int32))
+    for i in range(n):
+        if null[i]:
+            continue
+        v = col[i]
+        if not math.isfinite(v) or v != math.floor(v):
+            return fail
+        if v < lo:
+            lo = v
+        if v > hi:
+            hi = v
+    if hi < lo or hi - lo >= max_range:
+        return fail
+    m = np.int64(hi - lo) + 1
+    rank = np.zeros(m, dtype=np.int32)
+    for i in range(n):
+        if not null[i]:
+            rank[np.int64(col[i] - lo)] = 1
+    u = 0
+    for x in range(m):
+        seen = rank[x]
+        rank[x] = u if seen else -1
+        u += seen
+    vals = np.empty(u, dtype=np.float64)
+    for x in range(m):
+        if rank[x] >= 0:
+            vals[rank[x]] = lo + x
+    pos = np.empty(n, dtype=np.int32)
+    for i in range(n):
+        pos[i] = -1 if null[i] else rank[np.int64(col[i] - lo)]
+    return True, vals, pos

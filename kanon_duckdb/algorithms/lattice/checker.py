@@ -30,7 +30,14 @@ tables and ``cache_rows`` classes in all (2 t by default). With ``stop_early`` (
 read only feasibility and feasible losses: optimal, datafly, random) grouping stops as soon as
 a node has more than ``cap = n // k + limit`` classes: at most n // k classes can reach k rows,
 so more leave over ``limit`` rows suppressed; such a node (n_suppressed -1) costs about cap
-inputs instead of the whole table, the common case near an all-distinct bottom. Such capped
+inputs instead of the whole table, the common case near an all-distinct bottom. Groupings of
+at least ``BUCKET_MIN`` inputs over a key space past ``DENSE_STOP_MAX`` run in hash buckets
+(``_kernels.group_buckets``): each bucket's hash table stays in cache, and the grouping also
+stops once the buckets done hold more than ``limit`` rows in classes smaller than k (most
+nodes near the feasibility border suppress 10-100 times the limit), unless ``check(...,
+keep_table=True)`` asks for the node's table to cache it. Passes over the encoded tuples read
+the level codes byte by byte (``LatticeSpace.planes``: one byte per row for a level of at most
+256 codes) and a histogram with one row per tuple is read without its counts. Such capped
 passes over at least ``PARALLEL_MIN`` encoded rows run in one chunk per numba thread, merged in
 chunk order (``_kernels.group_node_parallel``: the same table as one sequential pass). Cached
 tables keep each class's codes (``kc``), which a roll-up maps level to level. Per-QI minimum
@@ -56,6 +63,10 @@ _DENSE_MAX = 1 << 21
 _NO_CAP = 1 << 62
 _KEY_BLOCK = 4096  # inputs keyed per block by the grouping kernel
 PARALLEL_MIN = 1 << 18  # encoded rows from which a capped pass over them runs in thread chunks
+BUCKET_MIN = 1 << 15  # inputs from which a stopping grouping runs in hash buckets
+DENSE_STOP_MAX = 1 << 16  # key spaces up to this size: a stopping grouping counts them densely
+DENSE_KEEP_MAX = 1 << 18  # the same for a grouping that keeps its table (dense array in cache)
+BUCKET_ROWS = 1 << 14  # about this many inputs per bucket (its hash table stays in cache)
 
 
 @dataclass(frozen=True)
@@ -93,15 +104,13 @@ class NodeChecker:
         self.n_checks = 0
         self.poll = lambda: None  # called before every kernel grouping (interruption check)
         self.parallel_min = PARALLEL_MIN  # encoded rows from which capped passes use threads
+        self.bucket_min = BUCKET_MIN  # inputs from which stopping groupings run in buckets
         self.t = space.t  # encoded rows: the distinct tuples of a histogram
         # group_node counts densely only key spaces <= max(2^16, 4 inputs) (inputs <= t): a
         # larger array would never be read (Adult: 0.5 MB instead of 8 MB filled per checker)
         self._dense = np.full(min(_DENSE_MAX, max(1 << 16, 4 * self.t)), -1, dtype=np.int32)
-        hsize = 1
-        while hsize < 2 * self.t + 2:
-            hsize *= 2
-        self._hkey = np.full(hsize, -1, dtype=np.int64)
-        self._hval = np.empty(hsize, dtype=np.int32)
+        self._hkey = np.zeros(0, dtype=np.int64)  # sized by _tables on first use
+        self._hval = np.zeros(0, dtype=np.int32)
         self._keybuf = np.empty(_KEY_BLOCK, dtype=np.int64)
         self._cache_entries = cache_entries
         self._ckeys = np.full((cache_entries, space.d), np.iinfo(np.int64).max, dtype=np.int64)
@@ -124,9 +133,12 @@ class NodeChecker:
         # the encoded rows as an input class table: r = t, counts of a histogram (or 1 each)
         self._nolut = np.zeros(1, dtype=np.int64)
         self._scratch = None
+        self._bscratch = None
         self._qi_rows = np.arange(space.d, dtype=np.int64)  # rows of a cached table's kc
+        # (a histogram whose tuples each stand for one row, n == t, is read as plain rows: the
+        # kernels then skip the counts, 8 bytes per tuple)
         self._norep = (np.zeros(0, dtype=np.int32),
-                       np.zeros(0, dtype=np.int64) if space.counts is None
+                       np.zeros(0, dtype=np.int64) if space.counts is None or space.n == space.t
                        else np.ascontiguousarray(space.counts, dtype=np.int64))
         self.bounds = self._per_qi_bounds()
         # privacy models beyond k (privacy.PrivacySpec): classes violating one are suppressed
@@ -157,8 +169,8 @@ class NodeChecker:
             lv = int(sp.heights[j])
             for L in range(int(sp.heights[j]) + 1):
                 c = int(sp.cstart[j] + L)
-                if K.single_qi_suppression(sp.codes[c], int(sp.mcol[c]), self.k,
-                                           self._norep[1]) <= self.limit:
+                if K.single_qi_suppression(sp.code_counts(c, self._norep[1]),
+                                           self.k) <= self.limit:
                     lv = L
                     break
             out.append(lv)
@@ -207,48 +219,122 @@ class NodeChecker:
         return any(int(levels[j]) < self.bounds[j] for j in range(len(self.bounds)))
 
     # ------------------------------------------------------------------ grouping
+    def _kernel_args(self, levels, tab):
+        """Arguments of the grouping kernels for the node at ``levels`` read from the encoded
+        rows (``tab`` None) or rolled up from a cached class table ``tab`` = (rep, cnt, kc, its
+        levels): (src, cols, lut, lutoff, use_lut, rep, cnt, identity, strides, key space,
+        live QIs or None when every QI is live). A QI with one code at this node (its top) adds
+        0 to every key: its column is left out."""
+        sp = self.space
+        cols = sp.cols(levels)
+        strides, ks = sp.keyspace(levels)
+        live = np.flatnonzero(sp.mcol[cols] > 1)
+        full = live.size == sp.d
+        if tab is None:  # the byte planes of the node's columns (same keys, narrower reads)
+            if not full:
+                cols, strides = cols[live], strides[live]
+            rows, pst = sp.key_planes(cols, strides)
+            return (sp.planes, rows, self._nolut, self._nolut, False, self._norep[0],
+                    self._norep[1], True, pst, ks, None if full else live)
+        rep, cnt, kc, below = tab
+        maps = [sp.level_map(j, below[j], levels[j]) for j in range(sp.d)]
+        off = np.zeros(sp.d, dtype=np.int64)
+        if sp.d > 1:
+            off[1:] = np.cumsum([m.size for m in maps[:-1]])
+        lut = np.concatenate(maps) if maps else self._nolut
+        rows = self._qi_rows if full else self._qi_rows[live]
+        return (kc, rows, lut, off if full else off[live], True, rep, cnt, False,
+                strides if full else strides[live], ks, None if full else live)
+
+    def _full_codes(self, levels, tab, rep, kc, live):
+        """A class table's codes (d, C) at the node: the kernel's codes of its live QIs for a
+        roll-up, the encoded codes of each class's representative row for a pass over the
+        tuples (the kernel read byte planes there); constant QIs have code 0."""
+        sp = self.space
+        if tab is None:
+            cols = sp.cols(levels)
+            if live is not None:
+                cols = cols[live]
+            kc = sp.codes_at(cols, rep)
+        if live is None:
+            return kc
+        out = np.zeros((sp.d, kc.shape[1]), dtype=kc.dtype)
+        out[live] = kc
+        return out
+
     def _run_kernels(self, levels, tab=None, want_cls=False, cap=_NO_CAP):
         """Group the node at ``levels`` from the encoded rows (``tab`` None) or from a cached
         class table ``tab`` = (rep, cnt, kc, its levels) of a node below it.
         Returns (rep, cnt, cls, kc): see ``_kernels.group_node``."""
         sp = self.space
-        cols = sp.cols(levels)
-        strides, ks = sp.keyspace(levels)
-        if ks >= (1 << 62):  # many QIs: compare code tuples (rare; no level maps)
+        if sp.keyspace(levels)[1] >= (1 << 62):  # many QIs: compare code tuples (no level maps)
+            cols = sp.cols(levels)
             rep, cnt = (self._norep[0], self._norep[1]) if tab is None else tab[:2]
             rep, cnt, cls = K.group_tuple(sp.codes, rep, cnt, tab is None, cols, cap, want_cls)
-            return rep, cnt, cls, sp.codes[cols[:, None], rep[None, :]]
-        # a QI with one code at this node (its top) adds 0 to every key: leave its column out
-        live = np.flatnonzero(sp.mcol[cols] > 1)
-        full = live.size == sp.d
-        if not full:
-            cols, strides = cols[live], strides[live]
+            return rep, cnt, cls, sp.codes_at(cols, rep)
+        *args, ks, live = self._kernel_args(levels, tab)
         if tab is None and cap < _NO_CAP and self.t >= self.parallel_min:  # long: in chunks
             key_scr, val_scr, dense_scr = self._chunk_scratch()
-            out = K.group_node_parallel(sp.codes, cols, self._nolut, self._nolut, False,
-                                        self._norep[0], self._norep[1], True, strides, ks, cap,
-                                        key_scr, val_scr, dense_scr, self._hkey, self._hval,
+            hkey, hval = self._tables(min(cap + 1, self.t))
+            out = K.group_node_parallel(*args, ks, cap, key_scr, val_scr, dense_scr, hkey, hval,
                                         want_cls)
-        elif tab is None:
-            out = K.group_node(sp.codes, cols, self._nolut, self._nolut, False, self._norep[0],
-                               self._norep[1], True, strides, ks, cap, self._dense, self._hkey,
-                               self._hval, self._keybuf, want_cls)
         else:
-            rep, cnt, kc, below = tab
-            maps = [sp.level_map(j, below[j], levels[j]) for j in range(sp.d)]
-            off = np.zeros(sp.d, dtype=np.int64)
-            if sp.d > 1:
-                off[1:] = np.cumsum([m.size for m in maps[:-1]])
-            lut = np.concatenate(maps) if maps else self._nolut
-            rows = self._qi_rows if full else self._qi_rows[live]
-            out = K.group_node(kc, rows, lut, off if full else off[live], True, rep, cnt, False,
-                               strides, ks, cap, self._dense, self._hkey, self._hval,
+            c = self.t if tab is None else tab[0].shape[0]
+            hkey, hval = self._tables(min(cap + 1, c, ks))
+            out = K.group_node(*args, ks, cap, self._dense, hkey, hval,
                                self._keybuf, want_cls)
-        if full:
-            return out
-        kc = np.zeros((sp.d, out[3].shape[1]), dtype=out[3].dtype)  # constant QIs: code 0
-        kc[live] = out[3]
-        return out[0], out[1], out[2], kc
+        return out[0], out[1], out[2], self._full_codes(levels, tab, out[0], out[3], live)
+
+    def _tables(self, keys: int):
+        """The open-addressing tables of ``group_node`` (hkey int64 all -1, hval int32) for up to
+        ``keys`` classes: allocated on first need and grown to the largest need so far (a
+        stopping checker's groupings need about 2 cap slots, not 2 t: 0.4 s of page faults at
+        10M tuples)."""
+        size = 1
+        while size < 2 * keys + 2:
+            size *= 2
+        if self._hkey.shape[0] < size:
+            self._hkey = np.full(size, -1, dtype=np.int64)
+            self._hval = np.empty(size, dtype=np.int32)
+        return self._hkey, self._hval
+
+    def _dense_fits(self, ks: int, c: int) -> bool:
+        """``group_node`` counts this key space in its dense array (the mode it picks)."""
+        return ks <= self._dense.shape[0] and (ks <= 65536 or ks <= 4 * c)
+
+    def _run_stopping(self, levels, tab=None, keep_table=False):
+        """Class table (rep, cnt, kc) of the node at ``levels``, or None when the grouping
+        stopped because the node is infeasible: more than ``cap`` classes, or (bucketed
+        grouping, ``_kernels.group_buckets``, unless ``keep_table``) more than ``limit`` rows
+        found in classes smaller than k. Only with ``stop_early``; same tables as
+        ``_run_kernels`` when complete. Key spaces that are small (counted densely: up to
+        ``DENSE_STOP_MAX``, or ``DENSE_KEEP_MAX`` when the table is kept anyway) or far
+        larger than ``cap`` (the plain grouping meets cap + 1 classes after about cap inputs)
+        and short inputs take ``group_node``; the rest run in hash buckets."""
+        sp = self.space
+        c = self.t if tab is None else tab[0].shape[0]
+        ks = sp.keyspace(levels)[1]
+        if (ks <= (DENSE_KEEP_MAX if keep_table else DENSE_STOP_MAX) or c < self.bucket_min
+                or min(ks, c) > 2 * self.cap):
+            rep, cnt, _, kc = self._run_kernels(levels, tab, cap=self.cap)
+            return None if rep.shape[0] > self.cap else (rep, cnt, kc)
+        *args, ks, live = self._kernel_args(levels, tab)
+        keys, skey, sidx = self._bucket_scratch()
+        pbits = 1
+        while pbits < 12 and (c >> pbits) > BUCKET_ROWS:
+            pbits += 1
+        stopped, rep, cnt, kc = K.group_buckets(*args, ks, self.k,
+                                                _NO_CAP if keep_table else self.limit,
+                                                self.cap, pbits, keys, skey, sidx)
+        return None if stopped else (rep, cnt, self._full_codes(levels, tab, rep, kc, live))
+
+    def _bucket_scratch(self):
+        """Scratch of ``group_buckets`` (allocated on first use, t entries each: a cached
+        table never has more classes than the encoded rows)."""
+        if self._bscratch is None:
+            self._bscratch = (np.empty(self.t, dtype=np.int64), np.empty(self.t, dtype=np.int64),
+                              np.empty(self.t, dtype=np.int32))
+        return self._bscratch
 
     def _chunk_scratch(self):
         """Per-thread tables of ``group_node_parallel`` (allocated on first use): one row per
@@ -278,7 +364,7 @@ class NodeChecker:
             return self._ctab[i]
         return None
 
-    def _group(self, levels):
+    def _group(self, levels, keep_table=False):
         """Class table (rep, cnt, kc, levels) of a node, rolled up from the smallest cached node
         below it (the encoded rows when none is); stops past ``cap`` classes (``group_node``)."""
         self.poll()
@@ -286,7 +372,10 @@ class NodeChecker:
         tab = self._source(levels)
         self.n_rows_grouped += self.t if tab is None else tab[0].shape[0]
         self.n_passes += tab is None
-        rep, cnt, _, kc = self._run_kernels(levels, tab, cap=self.cap)
+        if self.cap < _NO_CAP:
+            out = self._run_stopping(levels, tab, keep_table)
+            return None if out is None else (*out, tuple(levels))
+        rep, cnt, _, kc = self._run_kernels(levels, tab)
         return rep, cnt, kc, tuple(levels)
 
     def _remember(self, levels, tab):
@@ -316,8 +405,10 @@ class NodeChecker:
         self._cached_rows += size
         self._n_cached += 1
 
-    def check(self, levels) -> CheckResult:
-        """Evaluate one node (memoized)."""
+    def check(self, levels, keep_table=False) -> CheckResult:
+        """Evaluate one node (memoized). ``keep_table``: a stopping checker groups the node to
+        its end unless it has more than ``cap`` classes (its class table is cached for the
+        nodes above it) rather than stopping as soon as it is known infeasible."""
         key = tuple(int(x) for x in levels)
         self.n_checks += 1
         hit = self.memo.get(key)
@@ -329,23 +420,23 @@ class NodeChecker:
             return res
         sp = self.space
         if self.privacy is None:
-            tab = self._group(key)
-            rep, cnt = tab[:2]
-            if rep.shape[0] > self.cap:  # stopped early: too many classes to be feasible
+            tab = self._group(key, keep_table)
+            if tab is None:  # stopped early: known infeasible without its exact statistics
                 res = CheckResult(False, math.inf, self.static_bound(key), -1, 0, 0)
                 self.memo[key] = res
                 return res
+            rep, cnt, kc = tab[:3]
             self._remember(key, tab)
-            mn, sup, sq_ok, sq_all, sup_ncp = K.class_stats(rep, cnt, self.k, sp.codes,
-                                                            sp.cols(key), sp.coff, self._cncp)
+            mn, sup, sq_ok, sq_all, sup_ncp = K.class_stats(cnt, self.k, kc, sp.cols(key),
+                                                            sp.coff, self._cncp)
         else:  # per-class histograms of the sensitive values need the rows' classes
-            rep, cnt, cls, _ = self._run_kernels(key, want_cls=True)
+            rep, cnt, cls, kc = self._run_kernels(key, want_cls=True)
             self.n_evaluated += 1
             self.n_passes += 1
             self.n_rows_grouped += self.t
             ok = self.privacy.classes_ok(cls, rep.shape[0])
-            mn, sup, sq_ok, sq_all, sup_ncp = K.class_stats_ok(rep, cnt, ok, sp.codes,
-                                                               sp.cols(key), sp.coff, self._cncp)
+            mn, sup, sq_ok, sq_all, sup_ncp = K.class_stats_ok(cnt, ok, kc, sp.cols(key),
+                                                               sp.coff, self._cncp)
         sup = int(sup)
         feasible = sup <= self.limit
         stats = objectives.NodeStats(sup, sq_ok, sq_all, sup_ncp)
@@ -378,7 +469,7 @@ class NodeChecker:
         one class holding every suppressed row (published fully generalized)."""
         sp = self.space
         key = tuple(int(x) for x in levels)
-        crep, ccnt, cls, _ = self._run_kernels(key, want_cls=True)
+        crep, ccnt, cls, ckc = self._run_kernels(key, want_cls=True)
         if self.privacy is None:
             small = ccnt < self.k
         else:
@@ -387,8 +478,8 @@ class NodeChecker:
         keep = np.flatnonzero(~small)
         # the tuples come from a parallel GROUP BY in no fixed order: number the classes by their
         # generalized values so the same node always publishes the same class ids
-        node_cols = [sp.cnode[sp.coff[c] + sp.codes[c][crep[keep]].astype(np.int64)]
-                     for c in sp.cols(key)]
+        node_cols = [sp.cnode[sp.coff[c] + ckc[j][keep].astype(np.int64)]
+                     for j, c in enumerate(sp.cols(key))]
         if node_cols:
             keep = keep[np.lexsort(node_cols[::-1])]
         new_id = np.full(crep.shape[0], keep.size, dtype=np.int64)  # suppressed -> last class
@@ -396,13 +487,13 @@ class NodeChecker:
         ec = new_id[cls]
         suppressed = small[cls]
         C = keep.size + (1 if n_sup else 0)
-        reps = crep[keep]
+        kept = ckc[:, keep]  # the codes of the kept classes at the node
         dc = sp.d - sp.dn
         cat_nodes = np.zeros((C, dc), dtype=np.int32)
         num_lo = np.full((C, sp.dn), np.nan)
         num_hi = np.full((C, sp.dn), np.nan)
         for j, c in enumerate(sp.cols(key)):
-            nodes = sp.cnode[sp.coff[c] + sp.codes[c][reps].astype(np.int64)]
+            nodes = sp.cnode[sp.coff[c] + kept[j].astype(np.int64)]
             if j < sp.dn:
                 num_lo[:keep.size, j] = sp.node_lo[j][nodes]
                 num_hi[:keep.size, j] = sp.node_hi[j][nodes]

@@ -3,11 +3,15 @@
 Full-domain (global) recoding chooses one level per QI: a leaf maps to its ancestor ``L`` steps
 up (``TaxonomyIndex.anc``, capped at the root). ``LatticeSpace`` precomputes, once per run:
 
-- ``codes`` (n_cols, t), uint16 when every level has < 65536 values, else int32: per QI j and
-  level L (column ``cstart[j] + L``) the compact code of each row's level-L ancestor, in QI order
-  (numeric QIs first, then categorical, the order of ``QIData``). About 2 bytes per row per level;
-  t is the number of encoded rows: the distinct QI tuples when ``QIData.counts`` holds their row
-  counts (``counts``), so the search's cost grows with the distinct tuples, not the rows;
+- the level codes: per QI j and level L (column ``cstart[j] + L``) the compact code of each
+  row's level-L ancestor, in QI order (numeric QIs first, then categorical, the order of
+  ``QIData``), held byte by byte in ``planes`` (uint8 (n_planes, t), column c's low byte at row
+  ``pstart[c]``, ``pbytes[c]`` bytes: one for a level of at most 256 codes, none for a level of
+  one code); t is the number of encoded rows: the distinct QI tuples when ``QIData.counts``
+  holds their row counts (``counts``), so the search's cost grows with the distinct tuples,
+  not the rows. ``codes`` (n_cols, t) is the same as one matrix (``code_dtype``: uint16 when
+  every level has < 65536 values, else int32), built on first use only (tests, wide lattices):
+  searches read the planes and gather the codes of class representatives (``codes_at``);
 - per column c and code x (flat, at ``coff[c] + x``): ``cnode`` the tree node (for output) and
   ``cncp`` its NCP; ``mcol[c]`` the number of codes;
 - ``ncp_mean`` (d, Hmax+1): mean NCP over all rows of QI j at level L (GCP without suppression is
@@ -35,6 +39,8 @@ from ...taxonomy.intervals import interval_index
 from ...taxonomy.tree import TaxonomyIndex, flat_index
 from ...qidata import QIData
 
+_COUNT_RANGE = 1 << 24  # integer columns spanning fewer values: distinct values by counting
+
 
 @dataclass
 class LatticeSpace:
@@ -43,7 +49,7 @@ class LatticeSpace:
     dn: int                 # number of numeric QIs (the first dn QIs)
     trees: list             # TaxonomyIndex per QI
     heights: np.ndarray     # int64 (d,)
-    codes: np.ndarray       # uint16/int32 (n_cols, n)
+    code_dtype: type        # np.uint16 / np.int32: dtype of ``codes`` and class tables' codes
     cstart: np.ndarray      # int64 (d,): column of (j, level 0)
     mcol: np.ndarray        # int64 (n_cols,): codes per column
     coff: np.ndarray        # int64 (n_cols,): offset of a column's codes in cnode / cncp
@@ -55,12 +61,50 @@ class LatticeSpace:
     auto_widths: dict       # numeric QI -> widths of the automatically built tree
     counts: np.ndarray | None = None  # int64 (t,): rows per encoded tuple; None = one each
     leaf_codes: list = field(default_factory=list)  # per column: int64 code of each tree leaf
+    planes: np.ndarray | None = None  # uint8 (n_planes, t): the codes byte by byte (see below)
+    pstart: np.ndarray | None = None  # int64 (n_cols,): plane of a column's low byte
+    pbytes: np.ndarray | None = None  # int64 (n_cols,): bytes of a column's codes (1..3)
     _maps: dict = field(default_factory=dict, repr=False)
+    _codes: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def codes(self) -> np.ndarray:
+        """All level codes as one (n_cols, t) matrix of ``code_dtype`` (built on first use)."""
+        if self._codes is None or self._codes.dtype != self.code_dtype:
+            self._codes = self.codes_at(np.arange(self.mcol.size, dtype=np.int64),
+                                        np.arange(self.t, dtype=np.int64))
+        return self._codes
+
+    def codes_at(self, cols, rows) -> np.ndarray:
+        """(len(cols), len(rows)) ``code_dtype``: the codes of columns ``cols`` at ``rows``."""
+        out = np.empty((len(cols), len(rows)), dtype=self.code_dtype)
+        K.plane_gather(self.planes, self.pstart, self.pbytes, np.asarray(cols, dtype=np.int64),
+                       np.asarray(rows, dtype=np.int64), out)
+        return out
+
+    def code_counts(self, c: int, counts=None) -> np.ndarray:
+        """int64 (mcol[c],): rows per code of column c (``counts`` rows per encoded row, int64,
+        empty or None: one each)."""
+        cnt = np.zeros(0, dtype=np.int64) if counts is None else counts
+        return K.plane_counts(self.planes, int(self.pstart[c]), int(self.pbytes[c]),
+                              int(self.mcol[c]), cnt)
+
+    def key_planes(self, cols, strides):
+        """(plane rows, strides) whose weighted sum over ``planes`` is the mixed-radix key of
+        ``cols`` / ``strides`` (int64 (d,)): a column of b bytes is b planes, byte i weighted
+        by its stride << 8 i. Grouping passes read these narrow planes (most level columns have
+        at most 256 codes: one byte per row instead of two or four) and get the same keys."""
+        rows, st = [], []
+        for c, s_ in zip(cols.tolist(), strides.tolist()):
+            for i in range(int(self.pbytes[c])):
+                rows.append(int(self.pstart[c]) + i)
+                st.append(s_ << (8 * i))
+        return np.array(rows, dtype=np.int64), np.array(st, dtype=np.int64)
 
     @property
     def t(self) -> int:
         """Encoded rows (distinct tuples for a histogram)."""
-        return int(self.codes.shape[1])
+        return int(self.planes.shape[1])
 
     @property
     def d(self) -> int:
@@ -93,7 +137,7 @@ class LatticeSpace:
     def distinct_at(self, j: int, level: int) -> int:
         """Distinct generalized values of QI j present in the data at ``level``."""
         c = int(self.cstart[j] + level)
-        return int(np.count_nonzero(np.bincount(self.codes[c], minlength=int(self.mcol[c]))))
+        return int(np.count_nonzero(self.code_counts(c)))
 
 
 def _auto_numeric_tree(name, vals, is_int):
@@ -123,7 +167,9 @@ def numeric_tree(data: QIData, j: int):
     if given is not None and data.num_leaf is not None:
         return given, np.ascontiguousarray(data.num_leaf[:, j], dtype=np.int32), None
     col = data.num[:, j]
-    vals, pos = K.distinct_sorted(col, col.view(np.int64), null)
+    ok, vals, pos = K.distinct_integral(col, null, _COUNT_RANGE)  # integers: counted
+    if not ok:
+        vals, pos = K.distinct_sorted(col, col.view(np.int64), null)
     if vals.size == 0:  # all NULL: a single NULL leaf under the root
         tree = flat_index(name, []).with_null_leaf()
         return tree, np.full(data.n, tree.leaf_of_label[None], dtype=np.int32), []
@@ -203,10 +249,40 @@ def build_space(data: QIData) -> LatticeSpace:
     cnode = np.concatenate([p[1] for p in per_col]) if per_col else np.zeros(0, np.int32)
     cncp = np.concatenate([p[2] for p in per_col]) if per_col else np.zeros(0)
     dtype = np.uint16 if (mcol.size == 0 or mcol.max() < 65536) else np.int32
-    codes = np.empty((n_cols, data.n), dtype=dtype)
+    pstart, pbytes = plane_layout(mcol)
+    planes = np.empty((int(pbytes.sum()), data.n), dtype=np.uint8)
     for j in range(d):
-        for lv in range(heights[j] + 1):
-            c = cstart[j] + lv
-            np.take(per_col[c][0].astype(dtype), cols[j], out=codes[c])
-    return LatticeSpace(n, names, data.dn, trees, heights, codes, cstart, mcol, coff, cnode, cncp,
-                        ncp_mean, node_lo, node_hi, auto, data.counts, [p[0] for p in per_col])
+        rows = np.arange(cstart[j], cstart[j] + heights[j] + 1, dtype=np.int64)
+        luts = [per_col[c][0] for c in rows]
+        off = np.zeros(rows.size, dtype=np.int64)
+        off[1:] = np.cumsum([m.size for m in luts[:-1]])
+        K.level_codes(np.ascontiguousarray(cols[j], dtype=np.int32), np.concatenate(luts), off,
+                      pstart[rows], pbytes[rows], planes)
+    return LatticeSpace(n, names, data.dn, trees, heights, dtype, cstart, mcol, coff, cnode, cncp,
+                        ncp_mean, node_lo, node_hi, auto, data.counts, [p[0] for p in per_col],
+                        planes, pstart, pbytes)
+
+
+def plane_layout(mcol: np.ndarray):
+    """(pstart, pbytes int64 (n_cols,)): column c's codes (< mcol[c]) take pbytes[c] bytes (none
+    when it has one code: every code is 0), held low byte first in planes pstart[c] ..
+    pstart[c] + pbytes[c] - 1."""
+    pbytes = np.array([(int(m) - 1).bit_length() + 7 >> 3 for m in mcol], dtype=np.int64)
+    pstart = np.zeros(mcol.size, dtype=np.int64)
+    if mcol.size:
+        pstart[1:] = np.cumsum(pbytes)[:-1]
+    return pstart, pbytes
+
+
+def code_planes(codes: np.ndarray, mcol: np.ndarray):
+    """(planes uint8 (n_planes, t), pstart, pbytes): ``codes`` (n_cols, t) byte by byte in the
+    layout of ``plane_layout`` (the reference of what ``build_space`` writes)."""
+    pstart, pbytes = plane_layout(mcol)
+    planes = np.empty((int(pbytes.sum()), codes.shape[1]), dtype=np.uint8)
+    for c in range(mcol.size):
+        for i in range(int(pbytes[c])):
+            if i == 0:
+                np.copyto(planes[pstart[c]], codes[c], casting="unsafe")
+            else:
+                np.copyto(planes[pstart[c] + i], codes[c] >> (8 * i), casting="unsafe")
+    return planes, pstart, pbytes

@@ -99,8 +99,8 @@ def search(ch: NodeChecker, progress=None):
         if best[0] is None or key < best[0]:
             best[0], best[1] = key, u
 
-    def evaluate(u):
-        res = ch.check(levels_of(u))
+    def evaluate(u, keep_table=False):
+        res = ch.check(levels_of(u), keep_table)
         status[u] |= EVAL
         if res.feasible:
             if cones:
@@ -162,7 +162,7 @@ def search(ch: NodeChecker, progress=None):
         path = climb(u)
         i0 = next((i for i, v in enumerate(path) if sp.keyspace(levels_of(v))[1] <= small),
                   len(path) - 1)
-        if evaluate(path[i0]):
+        if evaluate(path[i0], True):
             first_feasible(path, 0, i0)
         else:
             first_feasible(path, i0 + 1, len(path))
