@@ -144,6 +144,15 @@ def row_key_sql(plan: QIPlan) -> str:
     return "hash(" + ", ".join(quote_ident(c) for c in plan.qi) + ")"
 
 
+def read_row_keys(con, plan: QIPlan) -> np.ndarray:
+    """uint64 (n,): the row key (``row_key_sql``) of every row of the relation in scan order,
+    one streamed scan of one column."""
+    chunks = [to_numpy(b.column(0)) for b in
+              con.sql(f"SELECT {row_key_sql(plan)} FROM {plan.table_sql}").to_arrow_reader(STREAM_ROWS)]
+    keys = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.uint64)
+    return keys.view(np.uint64)
+
+
 def histogram_sql(plan: QIPlan, extra_columns=(), counts_column: str | None = None) -> str:
     """The relation of distinct (QI, ``extra_columns``) tuples with their row counts
     (``__kanon_count``): DuckDB's GROUP BY, parallel and spilling to disk. ``counts_column``:

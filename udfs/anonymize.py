@@ -54,16 +54,30 @@ def classes_arrow(res) -> pa.StructArray:
     return _published(res, None)
 
 
-def rows_arrow(res) -> pa.StructArray:
-    """ROWS_TYPE's value (one row) of a per-row run (no histogram): ``classes_arrow``'s fields
-    with one entry per row, in first-read order, instead of per class (the row's class id, its
-    size, ...), plus the run id and ``key``, the first read's row keys. O(rows x QIs)."""
-    per_row = _published(res, np.asarray(res.generalized.ec))
+def rows_arrow(res, ec=None, keys=None) -> pa.StructArray:
+    """ROWS_TYPE's value (one row) of a run: ``classes_arrow``'s fields with one entry per row,
+    in first-read order, instead of per class (the row's class id, its size, ...), plus the run
+    id and ``key``, the first read's row keys. A per-row run gives both itself; a histogram run
+    (``data.counts``) takes them as ``ec`` and ``keys`` (``rows_in_order``). O(rows x QIs)."""
+    if ec is None:
+        ec, keys = np.asarray(res.generalized.ec), res.row_key
+    per_row = _published(res, ec)
     return pa.StructArray.from_arrays(
         [from_numpy(np.array([res.run_id]), pa.int64()),
-         _one_list(from_numpy(np.ascontiguousarray(res.row_key).view(np.uint64), pa.uint64())),
+         _one_list(from_numpy(np.ascontiguousarray(keys).view(np.uint64), pa.uint64())),
          *per_row.flatten()],
         names=["run_id", "key"] + [f.name for f in per_row.type])
+
+
+def rows_in_order(cur, res) -> tuple:
+    """(class id per row, row key per row) of a histogram run (``data.counts``: the full-domain
+    family reads distinct tuples, in no row order), in the order a scan of the relation returns
+    its rows: one more read of the row keys through ``cur``, each handed its tuple's class
+    (``assignment.classes_in_order``: refused when this read differs from the histogram's)."""
+    from kanon_duckdb.assignment import Assignment, classes_in_order
+    from kanon_duckdb.encoding import read_row_keys
+    keys = read_row_keys(cur, res.plan)
+    return classes_in_order(Assignment(res.row_key, res.generalized.ec, res.data), keys), keys
 
 
 def _published(res, rows) -> pa.StructArray:
@@ -228,18 +242,16 @@ def run_and_store(con, ctx: UdfContext, cur, source, args: dict):
 POSITIONAL_ROWS = 250_000
 
 
-def read_in_order(source, algo: str) -> bool:
+def read_in_order(source) -> bool:
     """True when the statement may pair the run's rows with a second read of ``source`` by
     position (``output_sql.positional_sql``): ``source`` is a base table of a DuckDB database (a
     scan returns its rows in one order: not a view, a file, a registered object or a table of
     an attached SQLite/Postgres/... database) of at most
-    ``POSITIONAL_ROWS`` rows, insertion order is preserved (the default), and ``algo`` classes
-    rows (not the histogram of distinct tuples the full-domain family reads). Reads what the
-    relation's catalog look-up found (``Source.ordered_rows``): no statement of its own."""
-    from kanon_duckdb.algorithms import get_algorithm
+    ``POSITIONAL_ROWS`` rows and insertion order is preserved (the default). Any algorithm:
+    the full-domain family's histogram runs are put in row order by one more read of the row
+    keys (``rows_in_order``). Reads what the relation's catalog look-up found
+    (``Source.ordered_rows``): no statement of its own."""
     if source.kind != "table" or source.parts is None or len(source.parts) != 3:
-        return False
-    if get_algorithm(algo).family == "lattice":
         return False
     return source.ordered_rows is not None and source.ordered_rows <= POSITIONAL_ROWS
 
@@ -262,7 +274,7 @@ def declare(ctx: UdfContext) -> list[UDF]:
                 text = caller_sql(name, checked_options(name, spec, checked_qi(spec)))
                 return repeat_string(text, len(tbl))
             plan, args = checked_spec(cur, source, spec)
-            positional = read_in_order(source, args["algo"])
+            positional = read_in_order(source)
         finally:
             cur.close()
         run_arg = sql_string(json.dumps(args))
@@ -298,9 +310,10 @@ def declare(ctx: UdfContext) -> list[UDF]:
         cur = con.cursor()
         try:
             res = run_on(con, ctx, cur, QIPlan(**args["plan"]), args)
+            ec, keys = rows_in_order(cur, res) if res.data.counts is not None else (None, None)
         finally:
             cur.close()
-        out = rows_arrow(res)
+        out = rows_arrow(res, ec, keys)
         del res
         return pa.concat_arrays([out] * len(args_json)) if len(args_json) != 1 else out
 
