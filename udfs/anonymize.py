@@ -73,7 +73,11 @@ def rows_in_order(cur, res) -> tuple:
     """(class id per row, row key per row) of a histogram run (``data.counts``: the full-domain
     family reads distinct tuples, in no row order), in the order a scan of the relation returns
     its rows: one more read of the row keys through ``cur``, each handed its tuple's class
-    (``assignment.classes_in_order``: refused when this read differs from the histogram's)."""
+    (``assignment.classes_in_order``: refused when this read differs from the histogram's),
+    unless the run grouped the rows it read in order itself (``AnonymizationResult.rows``)."""
+    if res.rows is not None:
+        keys, tuple_of = res.rows
+        return np.asarray(res.generalized.ec)[tuple_of], keys
     from kanon_duckdb.assignment import Assignment, classes_in_order
     from kanon_duckdb.encoding import read_row_keys
     keys = read_row_keys(cur, res.plan)
@@ -216,15 +220,17 @@ def caller_source(cur, name):
 
 
 
-def run_on(con, ctx: UdfContext, cur, source, args: dict):
+def run_on(con, ctx: UdfContext, cur, source, args: dict, in_row_order: bool = False):
     """Run the algorithm of ``args`` (the options ``__kanon_sql`` packed) on ``source`` through
-    the reader cursor ``cur``, interruptible from ``con``: the AnonymizationResult."""
+    the reader cursor ``cur``, interruptible from ``con``: the AnonymizationResult
+    (``in_row_order``: see ``anonymize``)."""
     from kanon_duckdb.anonymize import anonymize
     with interrupt.watch(con, ctx.progress) as progress:
         return anonymize(cur, source, k=args["k"], algo=args["algo"], qi=args["qi"],
                          seed=args["seed"], numeric=args["numeric"],
                          categorical=args["categorical"], params=args["params"],
-                         taxonomies=args.get("taxonomies"), progress=progress)
+                         taxonomies=args.get("taxonomies"), progress=progress,
+                         in_row_order=in_row_order)
 
 
 def run_and_store(con, ctx: UdfContext, cur, source, args: dict):
@@ -309,7 +315,7 @@ def declare(ctx: UdfContext) -> list[UDF]:
         args = json.loads(first_value(args_json))
         cur = con.cursor()
         try:
-            res = run_on(con, ctx, cur, QIPlan(**args["plan"]), args)
+            res = run_on(con, ctx, cur, QIPlan(**args["plan"]), args, in_row_order=True)
             ec, keys = rows_in_order(cur, res) if res.data.counts is not None else (None, None)
         finally:
             cur.close()
