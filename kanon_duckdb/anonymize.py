@@ -116,7 +116,7 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
         by_rows = in_row_order and histogram and not row_counts and not extra
         row_key, data = encode(con, plan, extra_columns=extra,
                                need_num_trees=algorithm.needs_num_trees, taxonomies=taxonomies,
-                               histogram=histogram and not by_rows)
+                               histogram=False if by_rows else histogram)
         rows = None
         if by_rows:  # the histogram of the rows read in order: each row's tuple kept
             keys = row_key
