@@ -156,3 +156,24 @@ def test_a_histogram_run_is_put_in_row_order_and_refuses_a_different_read():
     for bad in ([30, 40, 10, 30, 40, 99], [30, 40, 10, 30, 40, 40], [30, 40, 10, 30, 40]):
         with pytest.raises(ConcurrentChangeError, match="changed during the call"):
             classes_in_order(a, np.array(bad, dtype=np.uint64))
+
+
+def test_a_full_domain_run_with_a_sensitive_column_is_paired_by_position(con):
+    """With a sensitive column the full-domain histogram is DuckDB's GROUP BY over (QIs,
+    sensitive), put in row order by a read of the row keys (``rows_in_order``): the same rows
+    as the class join, l-diverse."""
+    con.execute("CREATE OR REPLACE TABLE ts AS SELECT *, (id % 4)::VARCHAR AS disease FROM t")
+    con.execute("CREATE OR REPLACE VIEW ts_view AS SELECT * FROM ts")
+    spec = {"k": 4, "algo": "optimal", "qi": QI, "seed": 5, "numeric": None, "categorical": None,
+            "taxonomies": None, "params": {"sensitive": "disease", "l": 2}, "named": None,
+            "conn": 0}
+    text = con.execute("SELECT __kanon_sql('ts', ?)", [json.dumps(spec)]).fetchall()[0][0]
+    assert "POSITIONAL JOIN" in text
+    args = f"{ARGS}, algo := 'optimal', sensitive := 'disease', l := 2"
+    out = con.sql(f"SELECT * EXCLUDE (kanon_run) FROM k_anonymize('ts', {args}) ORDER BY id").fetchall()
+    assert out == con.sql(f"SELECT * EXCLUDE (kanon_run) FROM k_anonymize('ts_view', {args}) "
+                          f"ORDER BY id").fetchall()
+    assert len(out) == 600
+    assert con.sql(f"SELECT count(*) FROM (SELECT ec, count(DISTINCT disease) AS d, "
+                   f"bool_and(suppressed) AS s FROM k_anonymize('ts', {args}) GROUP BY ec) "
+                   f"WHERE d < 2 AND NOT s").fetchall() == [(0,)]

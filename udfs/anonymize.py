@@ -5,7 +5,7 @@ it resolves the relation (``relation.resolve_source``), plans the QIs, validates
 (errors come before anything runs, so an open transaction stays usable) and returns the
 statement that publishes the run, with the checked arguments as JSON inside the run's call:
 ``output_sql.positional_sql`` over ``__kanon_publish('<json>')`` for a base table up to
-``POSITIONAL_ROWS`` rows and a per-row algorithm (``read_in_order``), else
+``POSITIONAL_ROWS`` rows (``read_in_order``), else
 ``output_sql.output_sql`` over ``__kanon_run('<json>')``.
 ``__kanon_publish(json)`` runs the algorithm once and returns every row's published values in
 first-read order, which the statement pairs with its own scan by position.
@@ -254,8 +254,9 @@ def read_in_order(source) -> bool:
     scan returns its rows in one order: not a view, a file, a registered object or a table of
     an attached SQLite/Postgres/... database) of at most
     ``POSITIONAL_ROWS`` rows and insertion order is preserved (the default). Any algorithm:
-    the full-domain family's histogram runs are put in row order by one more read of the row
-    keys (``rows_in_order``). Reads what the relation's catalog look-up found
+    the full-domain family's runs group the rows they read in order themselves, or, with
+    sensitive or extra columns, are put in row order by one more read of the row keys
+    (``rows_in_order``). Reads what the relation's catalog look-up found
     (``Source.ordered_rows``): no statement of its own."""
     if source.kind != "table" or source.parts is None or len(source.parts) != 3:
         return False
