@@ -20,7 +20,7 @@ from . import objectives
 from .algorithms import get_algorithm
 from .algorithms.base import Partition, no_progress
 from .qidata import QIData
-from .encoding import QIPlan, encode, plan_qis, resolve_column
+from .encoding import QIPlan, encode, group_rows, plan_qis, resolve_column
 from .errors import InfeasibleError, InvalidParameterError
 from .generalize import Generalized, generalize, per_qi_loss
 from .params import coerce_params
@@ -41,6 +41,9 @@ class AnonymizationResult:
     partition: Partition
     elapsed_s: float
     params: dict
+    # a run made ``in_row_order`` from the histogram of its rows: (uint64 (n,) every row's key,
+    # int64 (n,) its tuple's number in ``data``) in the order a scan returns the rows
+    rows: tuple | None = None
 
 
 def check_k(k, n=None):
@@ -65,7 +68,8 @@ def check_k(k, n=None):
 
 def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, categorical=None,
               params=None, progress=no_progress, record=True, taxonomies=None,
-              ranges=None, row_counts=None, sensitive_reference=None) -> AnonymizationResult:
+              ranges=None, row_counts=None, sensitive_reference=None,
+              in_row_order=False) -> AnonymizationResult:
     """Anonymize ``table`` (read through ``con``) and record the run in ``kanon_runs``.
 
     ``taxonomies``: QI -> kanon_taxonomy attr naming the tree a QI uses (else the tree of
@@ -79,6 +83,11 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
     ``row_counts``: a column of ``table`` telling how many rows each of its rows stands for
     (``table`` is a histogram computed elsewhere, e.g. Spark's ``groupBy(qi).count()``); full-
     domain (lattice) algorithms only, which read histograms anyway.
+
+    ``in_row_order``: a full-domain run also gives every row's tuple in scan order
+    (``AnonymizationResult.rows``): with no sensitive or extra column, it reads the rows (one
+    scan) and groups them itself (``encoding.group_rows``) instead of reading DuckDB's GROUP BY;
+    the same tuples, so the same classes.
 
     Returns per-row class ids and per-class published values; the SQL layer joins them back.
     """
@@ -103,9 +112,16 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
     with compile_notice(algorithm.name):  # says so when numba compiles (first use only)
         # full-domain algorithms read the histogram of distinct (QI, sensitive) tuples: their
         # cost grows with the distinct tuples, not the rows (a class holds whole tuples)
+        histogram = row_counts or algorithm.family == "lattice"
+        by_rows = in_row_order and histogram and not row_counts and not extra
         row_key, data = encode(con, plan, extra_columns=extra,
                                need_num_trees=algorithm.needs_num_trees, taxonomies=taxonomies,
-                               histogram=row_counts or algorithm.family == "lattice")
+                               histogram=False if by_rows else histogram)
+        rows = None
+        if by_rows:  # the histogram of the rows read in order: each row's tuple kept
+            keys = row_key
+            row_key, data, tuple_of = group_rows(keys, data)
+            rows = (keys, tuple_of)
         if ranges is not None:
             data = with_ranges(data, [ranges[c] for c in plan.numeric])
         check_k(k, data.n_rows)
@@ -138,7 +154,7 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
             details=part.info, num_lo=[r[0] for r in ranges], num_hi=[r[1] for r in ranges],
             qi_trees=[(data.tree_attrs or {}).get(c) for c in plan.qi],
             qi_weights=objectives.per_qi(weights, plan.qi) if weights else None))
-    return AnonymizationResult(run_id, plan, data, row_key, g, part, elapsed, params)
+    return AnonymizationResult(run_id, plan, data, row_key, g, part, elapsed, params, rows)
 
 
 def with_ranges(data: QIData, ranges) -> QIData:

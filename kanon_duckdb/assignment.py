@@ -312,4 +312,24 @@ class Assignments:
         return len(self._passes)
 
 
+def classes_in_order(assignment: Assignment, keys: np.ndarray) -> np.ndarray:
+    """Class id (int64) of every row of one whole read of the relation, ``keys`` its row keys
+    in read order, for a histogram run (``assignment`` with counts): each key is handed out as
+    many times as its tuples counted (``_hand_out_counted``, the class join's look-up in one
+    call). ConcurrentChangeError when the read differs from the histogram: a key it did not
+    count, more rows with a key than counted, or fewer rows in all. O(n)."""
+    keys = np.ascontiguousarray(keys).view(np.uint64)
+    out = np.empty(keys.size, dtype=np.int64)
+    p = Pass(assignment)
+    bad = _hand_out_counted(assignment.keys, assignment.slots, assignment.classes,
+                            assignment.counts, p.used, keys, out)
+    if bad >= 0 or keys.size != assignment.n:
+        what = ("a row that was not there when it was counted" if bad >= 2 * keys.size
+                else "more rows with some QI values than counted" if bad >= 0
+                else "fewer rows than counted")
+        raise ConcurrentChangeError(
+            f"k_anonymize: the relation changed during the call ({what}); run it again")
+    return out
+
+
 STORE = Assignments()  # one per process: tokens are unique across connections

@@ -144,6 +144,80 @@ def row_key_sql(plan: QIPlan) -> str:
     return "hash(" + ", ".join(quote_ident(c) for c in plan.qi) + ")"
 
 
+def read_row_keys(con, plan: QIPlan) -> np.ndarray:
+    """uint64 (n,): the row key (``row_key_sql``) of every row of the relation in scan order,
+    one streamed scan of one column."""
+    chunks = [to_numpy(b.column(0)) for b in
+              con.sql(f"SELECT {row_key_sql(plan)} FROM {plan.table_sql}").to_arrow_reader(STREAM_ROWS)]
+    keys = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.uint64)
+    return keys.view(np.uint64)
+
+
+@njit
+def _group_keys(keys, num, num_null, cat, slots, tuple_of, first, counts):
+    """Number the distinct row keys in order of first appearance: ``tuple_of[i]`` the number of
+    row i's key, ``first[t]`` the first row of number t, ``counts[t]`` its rows (open
+    addressing on the key's low bits: the keys are hashes already). Returns the count of
+    numbers, or -1 when two rows with one key hold different encoded QI tuples (a NULL
+    coordinate compares by its flag alone). O(n)."""
+    mask = slots.shape[0] - 1
+    t = 0
+    for i in range(keys.shape[0]):
+        key = keys[i]
+        h = key & mask
+        while True:
+            s = slots[h]
+            if s == -1:
+                slots[h] = t
+                first[t] = i
+                counts[t] = 1
+                tuple_of[i] = t
+                t += 1
+                break
+            f = first[s]
+            if keys[f] == key:
+                for j in range(num.shape[1]):
+                    if num_null[i, j] != num_null[f, j] or (not num_null[i, j]
+                                                            and num[i, j] != num[f, j]):
+                        return -1
+                for j in range(cat.shape[1]):
+                    if cat[i, j] != cat[f, j]:
+                        return -1
+                counts[s] += 1
+                tuple_of[i] = s
+                break
+            h = (h + 1) & mask
+    return t
+
+
+def group_rows(keys: np.ndarray, data: QIData) -> tuple:
+    """The histogram of per-row encoded ``data`` (no ``counts``, no extra columns): (keys of the
+    distinct tuples, QIData of the distinct tuples in order of first appearance with their row
+    counts in ``counts``, int64 (n,) each row's tuple number). The same tuples, codecs and
+    trees as ``encode(histogram=True)`` reads through DuckDB's GROUP BY (rows with one key are
+    one tuple; two different encoded tuples with one key are refused as a collision, DataError,
+    as ``assignment.Assignment`` refuses them), so a full-domain run on it publishes the same
+    classes, and each row's class is its tuple's. O(n·d)."""
+    from dataclasses import replace
+    if data.counts is not None or data.extra:
+        raise ValueError("group_rows: per-row data without extra columns only")
+    keys = np.ascontiguousarray(keys).view(np.uint64)
+    n = keys.size
+    slots = np.full(1 << max(4, (2 * n).bit_length()), -1, dtype=np.int64)  # load <= 1/2
+    tuple_of = np.empty(n, dtype=np.int64)
+    first = np.empty(n, dtype=np.int64)
+    counts = np.empty(n, dtype=np.int64)
+    t = _group_keys(keys, data.num, data.num_null, data.cat, slots, tuple_of, first, counts)
+    if t < 0:
+        raise DataError("two different QI tuples share one 64-bit row key; this is very rare: "
+                        "please report it (anonymizing a copy with one more column avoids it)")
+    first = first[:t]
+    hist = replace(data, n=t, num=data.num[first], num_null=data.num_null[first],
+                   cat=data.cat[first], counts=counts[:t].copy(),
+                   num_leaf=None if data.num_leaf is None else data.num_leaf[first])
+    return keys[first], hist, tuple_of
+
+
 def histogram_sql(plan: QIPlan, extra_columns=(), counts_column: str | None = None) -> str:
     """The relation of distinct (QI, ``extra_columns``) tuples with their row counts
     (``__kanon_count``): DuckDB's GROUP BY, parallel and spilling to disk. ``counts_column``:

@@ -96,7 +96,7 @@ FROM __kanon_rows JOIN __kanon_cls ON __kanon_rows.__kanon_ec = __kanon_cls.__ka
 
 def positional_sql(plan: QIPlan, rows_expr: str) -> str:
     """The statement publishing a run read in order (``udfs.anonymize.read_in_order``: a base
-    table of at most ``udfs.anonymize.POSITIONAL_ROWS`` rows, a per-row algorithm):
+    table of at most ``udfs.anonymize.POSITIONAL_ROWS`` rows, any algorithm):
     ``rows_expr`` yields ROWS_TYPE's value, the published values of every row in first-read
     order, unnested beside a second scan of the relation by position (POSITIONAL JOIN: no
     row->class look-up, no join on class ids, no row count). A filter no projection drops

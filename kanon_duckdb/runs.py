@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import threading
+
+import duckdb
 from dataclasses import dataclass, field, fields
 
 # Runs of one statement (several k_anonymize calls) are recorded from parallel threads through
@@ -69,12 +71,13 @@ _N_COLUMNS = len(RUNS_COLUMNS) + 2  # + run_id, created_at
 
 def ensure_runs_table(con) -> None:
     """Create kanon_runs, or add the columns a table from an earlier version lacks. A complete
-    table costs one catalog look-up (every run records itself through here)."""
-    have = con.execute(
-        "SELECT column_count FROM duckdb_tables() WHERE table_name = 'kanon_runs' "
-        "AND schema_name = current_schema() AND database_name = current_database()").fetchall()
-    if have and have[0][0] == _N_COLUMNS:
-        return
+    table costs one bind of ``SELECT * FROM kanon_runs`` (every run records itself through
+    here): no statement runs, so a missing table fails no open transaction."""
+    try:
+        if len(con.sql("SELECT * FROM kanon_runs LIMIT 0").columns) == _N_COLUMNS:
+            return
+    except duckdb.Error:  # no kanon_runs (or not a table): created below
+        pass
     con.execute(RUNS_DDL)
     have = {r[0] for r in con.execute(
         "SELECT column_name FROM duckdb_columns() WHERE table_name = 'kanon_runs' "

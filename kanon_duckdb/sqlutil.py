@@ -67,15 +67,17 @@ def _pick(matches, name, cur_db, cur_schema):
 
 
 # One catalog statement per look-up: every table and view with the current database and schema
-# (for the tie-break) and, for a table of a DuckDB database read with insertion order preserved,
-# its row estimate (``ordered_rows``: None for a view, a table of an attached SQLite/Postgres/...
-# database, or when insertion order is not preserved).
-_TABLES = ("SELECT t.database_name, t.schema_name, t.table_name, t.temporary, "
-           "CASE WHEN d.type = 'duckdb' AND current_setting('preserve_insertion_order') "
-           "THEN t.estimated_size END, current_database(), current_schema() "
-           "FROM duckdb_tables() t LEFT JOIN duckdb_databases() d USING (database_name)")
+# (for the tie-break), each table's row estimate, and one row per database (schema NULL: its
+# type and whether insertion order is preserved), from which ``catalog_entry`` takes
+# ``ordered_rows`` (None for a view, a table of an attached SQLite/Postgres/... database, or when
+# insertion order is not preserved). No join: the statement plans and runs in about half the
+# time of the join of duckdb_tables() with duckdb_databases().
+_TABLES = ("SELECT database_name, schema_name, table_name, temporary, estimated_size, "
+           "current_database(), current_schema() FROM duckdb_tables()")
 _VIEWS = (" UNION ALL SELECT database_name, schema_name, view_name, temporary, NULL, "
           "current_database(), current_schema() FROM duckdb_views() WHERE NOT internal")
+_DATABASES = (" UNION ALL SELECT database_name, NULL, NULL, NULL, NULL, type, "
+              "current_setting('preserve_insertion_order')::VARCHAR FROM duckdb_databases()")
 
 
 def resolve_table(con, name: str, include_views: bool = False, allow_temp: bool = False) -> tuple:
@@ -91,9 +93,11 @@ def catalog_entry(con, name: str, include_views: bool = False, allow_temp: bool 
     its rows in one order), else None. One catalog statement."""
     if not isinstance(name, str) or not name.strip():
         raise UnknownObjectError(f"table name must be a non-empty string, got {name!r}")
-    rows = _rows(con, _TABLES + (_VIEWS if include_views else ""))
+    rows = _rows(con, _TABLES + (_VIEWS if include_views else "") + _DATABASES)
+    in_order = {r[0] for r in rows if r[1] is None and r[5] == "duckdb" and r[6] == "true"}
+    rows = [r for r in rows if r[1] is not None]
     catalog = [r[:4] for r in rows]
-    ordered_rows = {r[:3]: r[4] for r in rows}
+    ordered_rows = {r[:3]: r[4] if r[0] in in_order else None for r in rows}
     cur_db, cur_schema = rows[0][5:7] if rows else (None, None)
     parsed = split_qualified(name)
     # A table literally named 'a.b' wins over schema 'a', table 'b'.

@@ -5,7 +5,7 @@ it resolves the relation (``relation.resolve_source``), plans the QIs, validates
 (errors come before anything runs, so an open transaction stays usable) and returns the
 statement that publishes the run, with the checked arguments as JSON inside the run's call:
 ``output_sql.positional_sql`` over ``__kanon_publish('<json>')`` for a base table up to
-``POSITIONAL_ROWS`` rows and a per-row algorithm (``read_in_order``), else
+``POSITIONAL_ROWS`` rows (``read_in_order``), else
 ``output_sql.output_sql`` over ``__kanon_run('<json>')``.
 ``__kanon_publish(json)`` runs the algorithm once and returns every row's published values in
 first-read order, which the statement pairs with its own scan by position.
@@ -54,16 +54,34 @@ def classes_arrow(res) -> pa.StructArray:
     return _published(res, None)
 
 
-def rows_arrow(res) -> pa.StructArray:
-    """ROWS_TYPE's value (one row) of a per-row run (no histogram): ``classes_arrow``'s fields
-    with one entry per row, in first-read order, instead of per class (the row's class id, its
-    size, ...), plus the run id and ``key``, the first read's row keys. O(rows x QIs)."""
-    per_row = _published(res, np.asarray(res.generalized.ec))
+def rows_arrow(res, ec=None, keys=None) -> pa.StructArray:
+    """ROWS_TYPE's value (one row) of a run: ``classes_arrow``'s fields with one entry per row,
+    in first-read order, instead of per class (the row's class id, its size, ...), plus the run
+    id and ``key``, the first read's row keys. A per-row run gives both itself; a histogram run
+    (``data.counts``) takes them as ``ec`` and ``keys`` (``rows_in_order``). O(rows x QIs)."""
+    if ec is None:
+        ec, keys = np.asarray(res.generalized.ec), res.row_key
+    per_row = _published(res, ec)
     return pa.StructArray.from_arrays(
         [from_numpy(np.array([res.run_id]), pa.int64()),
-         _one_list(from_numpy(np.ascontiguousarray(res.row_key).view(np.uint64), pa.uint64())),
+         _one_list(from_numpy(np.ascontiguousarray(keys).view(np.uint64), pa.uint64())),
          *per_row.flatten()],
         names=["run_id", "key"] + [f.name for f in per_row.type])
+
+
+def rows_in_order(cur, res) -> tuple:
+    """(class id per row, row key per row) of a histogram run (``data.counts``: the full-domain
+    family reads distinct tuples, in no row order), in the order a scan of the relation returns
+    its rows: one more read of the row keys through ``cur``, each handed its tuple's class
+    (``assignment.classes_in_order``: refused when this read differs from the histogram's),
+    unless the run grouped the rows it read in order itself (``AnonymizationResult.rows``)."""
+    if res.rows is not None:
+        keys, tuple_of = res.rows
+        return np.asarray(res.generalized.ec)[tuple_of], keys
+    from kanon_duckdb.assignment import Assignment, classes_in_order
+    from kanon_duckdb.encoding import read_row_keys
+    keys = read_row_keys(cur, res.plan)
+    return classes_in_order(Assignment(res.row_key, res.generalized.ec, res.data), keys), keys
 
 
 def _published(res, rows) -> pa.StructArray:
@@ -202,15 +220,17 @@ def caller_source(cur, name):
 
 
 
-def run_on(con, ctx: UdfContext, cur, source, args: dict):
+def run_on(con, ctx: UdfContext, cur, source, args: dict, in_row_order: bool = False):
     """Run the algorithm of ``args`` (the options ``__kanon_sql`` packed) on ``source`` through
-    the reader cursor ``cur``, interruptible from ``con``: the AnonymizationResult."""
+    the reader cursor ``cur``, interruptible from ``con``: the AnonymizationResult
+    (``in_row_order``: see ``anonymize``)."""
     from kanon_duckdb.anonymize import anonymize
     with interrupt.watch(con, ctx.progress) as progress:
         return anonymize(cur, source, k=args["k"], algo=args["algo"], qi=args["qi"],
                          seed=args["seed"], numeric=args["numeric"],
                          categorical=args["categorical"], params=args["params"],
-                         taxonomies=args.get("taxonomies"), progress=progress)
+                         taxonomies=args.get("taxonomies"), progress=progress,
+                         in_row_order=in_row_order)
 
 
 def run_and_store(con, ctx: UdfContext, cur, source, args: dict):
@@ -228,18 +248,17 @@ def run_and_store(con, ctx: UdfContext, cur, source, args: dict):
 POSITIONAL_ROWS = 250_000
 
 
-def read_in_order(source, algo: str) -> bool:
+def read_in_order(source) -> bool:
     """True when the statement may pair the run's rows with a second read of ``source`` by
     position (``output_sql.positional_sql``): ``source`` is a base table of a DuckDB database (a
     scan returns its rows in one order: not a view, a file, a registered object or a table of
     an attached SQLite/Postgres/... database) of at most
-    ``POSITIONAL_ROWS`` rows, insertion order is preserved (the default), and ``algo`` classes
-    rows (not the histogram of distinct tuples the full-domain family reads). Reads what the
-    relation's catalog look-up found (``Source.ordered_rows``): no statement of its own."""
-    from kanon_duckdb.algorithms import get_algorithm
+    ``POSITIONAL_ROWS`` rows and insertion order is preserved (the default). Any algorithm:
+    the full-domain family's runs group the rows they read in order themselves, or, with
+    sensitive or extra columns, are put in row order by one more read of the row keys
+    (``rows_in_order``). Reads what the relation's catalog look-up found
+    (``Source.ordered_rows``): no statement of its own."""
     if source.kind != "table" or source.parts is None or len(source.parts) != 3:
-        return False
-    if get_algorithm(algo).family == "lattice":
         return False
     return source.ordered_rows is not None and source.ordered_rows <= POSITIONAL_ROWS
 
@@ -262,7 +281,7 @@ def declare(ctx: UdfContext) -> list[UDF]:
                 text = caller_sql(name, checked_options(name, spec, checked_qi(spec)))
                 return repeat_string(text, len(tbl))
             plan, args = checked_spec(cur, source, spec)
-            positional = read_in_order(source, args["algo"])
+            positional = read_in_order(source)
         finally:
             cur.close()
         run_arg = sql_string(json.dumps(args))
@@ -300,11 +319,12 @@ def declare(ctx: UdfContext) -> list[UDF]:
         args = json.loads(first_value(args_json))
         cur = con.cursor()
         try:
-            res = run_on(con, ctx, cur, QIPlan(**args["plan"]), args)
+            res = run_on(con, ctx, cur, QIPlan(**args["plan"]), args, in_row_order=True)
+            ec, keys = rows_in_order(cur, res) if res.data.counts is not None else (None, None)
         finally:
             cur.close()
         n_rows = res.data.n_rows
-        out = rows_arrow(res)
+        out = rows_arrow(res, ec, keys)
         del res
         from kanon_duckdb.heap import release_freed
         release_freed(n_rows)

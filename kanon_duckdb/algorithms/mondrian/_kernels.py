@@ -27,7 +27,9 @@ being small: the per-segment step is written inside ``_split_segments``' loop, `
 is inlined (``inline="always"``), numeric cuts call ``_median_cut`` with the four arrays it
 reads, and the split gathers each side's extremes as it places the rows (no second pass).
 """
-from concurrent.futures import ThreadPoolExecutor
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import NamedTuple
 
 import numba
@@ -603,6 +605,26 @@ def _shares(seg_s, seg_e, n_threads):
     return np.unique(np.concatenate(([0], np.minimum(cuts, m), [m])))
 
 
+_POOLS: dict = {}  # (process id, workers) -> ThreadPoolExecutor shared by the runs
+_POOLS_LOCK = threading.Lock()
+
+
+def _pool(workers: int) -> ThreadPoolExecutor:
+    """The process's pool of ``workers`` threads for the rounds' shares, started on first use
+    and kept: starting and joining a thread per run cost about 1 ms of every small run. Keyed
+    by process id too, so a forked child (whose copy has no threads) starts its own. Runs in
+    parallel threads share it: a share waits for a free worker, while each run's own share
+    runs in its calling thread."""
+    key = (os.getpid(), workers)
+    pool = _POOLS.get(key)
+    if pool is None:
+        with _POOLS_LOCK:
+            pool = _POOLS.get(key)
+            if pool is None:
+                pool = _POOLS[key] = ThreadPoolExecutor(workers, thread_name_prefix="kanon-mondrian")
+    return pool
+
+
 def mondrian_partition(W, k, dims, trees, stop, P, n_threads=None):
     """Strict Mondrian. W int32 (n, d) codes IN, permuted in place (scratch). Returns (ec int64
     (n,), classes numbered 0..C-1; lo, hi float64 (C, d): per class and dimension the smallest
@@ -638,27 +660,26 @@ def mondrian_partition(W, k, dims, trees, stop, P, n_threads=None):
     fin_hi = np.empty((cap, d), dtype=np.int32)
     n_fin = 0
     pool = None
-    try:
-        while seg_s.size > 0 and stop[0] == 0:
-            m = seg_s.size
-            split = np.empty(m, dtype=np.int64)
-            kid_lo = np.empty((m, 2, d), dtype=np.int32)
-            kid_hi = np.empty((m, 2, d), dtype=np.int32)
-            bounds = _shares(seg_s, seg_e, n_threads)
-            args = (W, perm, seg_s, seg_e, seg_lo, seg_hi)
-            rest = (k, dims, trees, P, split, kid_lo, kid_hi)
-            if bounds.size > 2 and pool is None:
-                pool = ThreadPoolExecutor(n_threads - 1, thread_name_prefix="kanon-mondrian")
-            others = [pool.submit(_split_segments, *args, bounds[t], bounds[t + 1], *rest)
-                      for t in range(1, bounds.size - 1)]
+    while seg_s.size > 0 and stop[0] == 0:
+        m = seg_s.size
+        split = np.empty(m, dtype=np.int64)
+        kid_lo = np.empty((m, 2, d), dtype=np.int32)
+        kid_hi = np.empty((m, 2, d), dtype=np.int32)
+        bounds = _shares(seg_s, seg_e, n_threads)
+        args = (W, perm, seg_s, seg_e, seg_lo, seg_hi)
+        rest = (k, dims, trees, P, split, kid_lo, kid_hi)
+        if bounds.size > 2 and pool is None:
+            pool = _pool(n_threads - 1)
+        others = [pool.submit(_split_segments, *args, bounds[t], bounds[t + 1], *rest)
+                  for t in range(1, bounds.size - 1)]
+        try:
             _split_segments(*args, bounds[0], bounds[1], *rest)
-            for f in others:
-                f.result()
-            seg_s, seg_e, seg_lo, seg_hi, n_fin = _close_round(
-                seg_s, seg_e, seg_lo, seg_hi, split, kid_lo, kid_hi, fin_s, fin_e, fin_lo, fin_hi,
-                np.int64(n_fin))
-    finally:
-        if pool is not None:
-            pool.shutdown()
+        finally:
+            wait(others)  # no share outlives its round, also when this one raised
+        for f in others:
+            f.result()
+        seg_s, seg_e, seg_lo, seg_hi, n_fin = _close_round(
+            seg_s, seg_e, seg_lo, seg_hi, split, kid_lo, kid_hi, fin_s, fin_e, fin_lo, fin_hi,
+            np.int64(n_fin))
     ec = _class_ids(perm, fin_s, fin_e, np.int64(n_fin))
     return ec, fin_lo[:n_fin].astype(np.float64), fin_hi[:n_fin].astype(np.float64)
