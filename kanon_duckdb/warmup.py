@@ -6,7 +6,7 @@ only the first run of an algorithm on a machine pays for compiling (tens of seco
 - :func:`compile_notice` wraps a run: when numba starts compiling anything inside it (a cache
   miss; loading from the cache is silent), it logs once, on the ``kanon_duckdb`` logger at
   WARNING level (Python prints it to stderr when logging is not configured):
-  ``compiling mondrian kernels, first use only (about 30-60 s)...``.
+  ``compiling mondrian kernels, first use only (about 15-40 s)...``.
 - :func:`warmup` compiles (or loads) the kernels of the given algorithms ahead of time by running
   each once on a small synthetic table through the same SQL path as real calls
   (``kanon-duckdb warmup [--algos ...]``).
@@ -54,7 +54,7 @@ def _notice_listener(label: str):
                 if self.said:
                     return
                 self.said = True
-            log.warning("compiling %s kernels, first use only (about 30-60 s; "
+            log.warning("compiling %s kernels, first use only (about 15-40 s; "
                         "`kanon-duckdb warmup` does it ahead of time)...", label)
 
         def on_end(self, _event):
