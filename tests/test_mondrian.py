@@ -282,3 +282,31 @@ def test_no_mondrian_kernel_is_a_parallel_numba_kernel():
                if isinstance(f, CPUDispatcher)]
     assert len(kernels) > 10
     assert not [f for f in kernels if f.targetoptions.get("parallel")]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_median_cut_cost_is_the_coordinate_spans_of_its_two_sides(seed):
+    """_median_cut reads coordinates as vals[vals_off[j] + code]: its cost equals the
+    row-weighted spans of the two sides in coordinates (uneven ones, so a wrong offset or code
+    shows), computed naively from the rows, and the cut leaves k rows on each side."""
+    rng = np.random.default_rng(seed)
+    n, k, d = 200, 7, 3
+    sizes = [30, 50, 20]
+    off = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    vals = np.concatenate([np.sort(rng.random(m) * 100) for m in sizes])
+    W = np.stack([rng.integers(0, m, n) for m in sizes], axis=1).astype(np.int32)
+    s, e = 20, 180
+    seg_lo, seg_hi = W[s:e].min(axis=0).astype(np.float64), W[s:e].max(axis=0).astype(np.float64)
+    for j in range(d):
+        scale = 1.0 + j
+        cut, cost = _kernels._median_cut(W, np.int64(s), np.int64(e), np.int64(j), np.int64(k),
+                                         seg_lo, seg_hi, scale, np.empty(n),
+                                         np.empty(_order_stats.count_scratch_size(n), np.int32),
+                                         vals, off)
+        col = W[s:e, j]
+        left, right = col[col <= cut], col[col > cut]
+        assert len(left) >= k and len(right) >= k
+        c = vals[off[j]:off[j + 1]]
+        naive_cost = (len(left) * (c[left.max()] - c[left.min()])
+                      + len(right) * (c[right.max()] - c[right.min()])) / scale
+        assert cost == pytest.approx(naive_cost, rel=1e-12)

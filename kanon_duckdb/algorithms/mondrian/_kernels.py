@@ -5,8 +5,9 @@ Data layout: ``W`` int32 (n, d), row-major working copy of the QIs as order-pres
 the column is a short range of integers; categorical: the leaf ordinal) that is permuted
 together with ``perm`` (original row ids) as segments split, so every segment is a contiguous
 block and all passes read memory sequentially (32 bytes per row of 8 QIs). Cuts compare codes;
-widths and costs read each code's coordinate from ``Dims.vals`` (``coord``), so every choice is
-the one the coordinates themselves would give.
+widths and costs read each code's coordinate from ``Dims.vals`` (the coordinate of code c on
+dimension j is ``vals[vals_off[j] + c]``, indexed where it is read: a call would take and drop a
+reference on both arrays), so every choice is the one the coordinates themselves would give.
 A categorical dimension j has ``dims.tree_of[j] >= 0`` naming its packed tree. The kernels take
 three bundles besides the rows: :class:`Dims` (per-dimension facts), ``qidata.PackedTrees`` (the
 taxonomies) and :class:`Scratch` (per-thread buffers).
@@ -50,12 +51,6 @@ class Dims(NamedTuple):
     vals: np.ndarray         # float64: coordinate of each code, dimension j at vals_off[j]: (the
     #                          leaf ordinal itself for a categorical dimension)
     vals_off: np.ndarray     # int64 (d + 1,)
-
-
-@njit
-def coord(vals, vals_off, j, code):
-    """The coordinate (float64) of ``code`` on dimension j (``Dims.vals``/``Dims.vals_off``)."""
-    return vals[vals_off[j] + np.int64(code)]
 
 
 class Scratch(NamedTuple):
@@ -299,7 +294,7 @@ def _leaf_children_cut(W, s, e, j, k, ncp_u, seg_lo, seg_hi, sc):
 def _median_cut(W, s, e, j, k, seg_lo, seg_hi, scale_j, buf, cnt, vals, vals_off):
     """Median cut on dimension j: '<= m' or '< m' (m the median), the most balanced allowable
     one, with its cost (row-weighted normalized span of the two sides, in coordinates, see
-    ``coord``), or (NaN, inf). ``buf``/``cnt``: :class:`Scratch`'s. It takes the few arrays it
+    :class:`Dims`), or (NaN, inf). ``buf``/``cnt``: :class:`Scratch`'s. It takes the few arrays it
     reads, not the bundles: every array argument costs a reference count pair per call, and
     this runs once per tied numeric dimension of every segment.
     Expected linear time (see median_stats)."""
@@ -319,9 +314,10 @@ def _median_cut(W, s, e, j, k, seg_lo, seg_hi, scale_j, buf, cnt, vals, vals_off
         if left >= k and right >= k and min(left, right) > best_bal:
             best_bal = min(left, right)
             best_cut = cut
-            best_cost = (left * (coord(vals, vals_off, j, cut) - coord(vals, vals_off, j, seg_lo[j]))
-                         + right * (coord(vals, vals_off, j, seg_hi[j])
-                                    - coord(vals, vals_off, j, nxt))) / scale_j
+            o = vals_off[j]  # coordinates of dimension j: vals[o + code]
+            best_cost = (left * (vals[o + np.int64(cut)] - vals[o + np.int64(seg_lo[j])])
+                         + right * (vals[o + np.int64(seg_hi[j])]
+                                    - vals[o + np.int64(nxt)])) / scale_j
     return best_cut, best_cost
 
 
@@ -450,8 +446,8 @@ def _split_segments(W, perm, seg_s, seg_e, seg_lo, seg_hi, a, b, k, dims, trees,
                 lo[jj] = x
                 hi[jj] = y
                 if tree_of[jj] < 0:
-                    w[jj] = (coord(vals, vals_off, jj, y)
-                             - coord(vals, vals_off, jj, x)) / scale[jj]
+                    o = vals_off[jj]  # coordinates of dimension jj: vals[o + code]
+                    w[jj] = (vals[o + np.int64(y)] - vals[o + np.int64(x)]) / scale[jj]
                 else:
                     w[jj] = _tree_width(trees, tree_of[jj], x, y) / scale[jj]
                 tried[jj] = False
