@@ -134,7 +134,7 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
                                  progress, spec, local)
         part = privacy_hooks.enforce(algorithm, data, part, spec, {**run_params, **local})
         g = privacy_hooks.publish_suppressed(data, generalize(data, part))
-    _verify(g, k)
+    _verify(g, k, data.counts)
     elapsed = time.perf_counter() - t0
     run_id = 0
     if record:
@@ -210,13 +210,16 @@ def extra_columns(plan: QIPlan, algorithm, params: dict, given: dict) -> list:
 _NESTED = {"STRUCT", "MAP", "LIST", "UNION", "ARRAY", "VARIANT"}
 
 
-def _verify(g: Generalized, k: int) -> None:
-    """Refuse to publish a partition that breaks k-anonymity (a kernel bug, never user error)."""
+def _verify(g: Generalized, k: int, counts=None) -> None:
+    """Refuse to publish a partition that breaks k-anonymity (a kernel bug, never user error).
+    ``counts``: rows per encoded tuple of a histogram run (``QIData.counts``): ``g.size``
+    counts rows, so the suppressed rows of a class are counted in rows too."""
     sup = g.suppressed
     if sup is None:
         bad = g.size < k
     else:
-        sup_per_class = np.bincount(g.ec, weights=sup.astype(np.float64), minlength=g.n_classes)
+        w = sup.astype(np.float64) if counts is None else np.where(sup, counts, 0).astype(np.float64)
+        sup_per_class = np.bincount(g.ec, weights=w, minlength=g.n_classes)
         bad = (g.size < k) & (sup_per_class < g.size)
     if bad.any():
         raise InfeasibleError(

@@ -338,8 +338,16 @@ def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False,
         validate_coverage(tree, zip(values, coder.counts().tolist()))
         if coder.null_count > 0:
             tree = tree.with_null_leaf()
-        lut = np.array([tree.leaf_of_label[v] for v in values] + [tree.leaf_of_label.get(None, -1)],
-                       dtype=np.int32)
+        # a root-only tree over NULLs only: its root stops being a leaf once the NULL leaf hangs
+        # under it; that label holds no row (validate_coverage passed), so it maps nowhere
+        lut = np.array([tree.leaf_of_label.get(v, -1) for v in values]
+                       + [tree.leaf_of_label.get(None, -1)], dtype=np.int32)
+        if (lut[:-1] < 0).any():
+            lost = [v for v, m in zip(values, coder.counts().tolist()) if m and
+                    v not in tree.leaf_of_label]
+            if lost:
+                raise DataError(f"column {c!r}: its tree's only label {lost[0]!r} is also a data "
+                                f"value next to NULLs; add a leaf under it for that value")
         size = len(leaves[j])
         if not (size and len(values) == size and np.array_equal(lut[:-1], np.arange(size))
                 and (coder.null_count == 0 or lut[-1] == size)):

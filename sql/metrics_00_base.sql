@@ -262,10 +262,11 @@ num_loss AS (   -- sum of spans / range on halves (no overflow) + 1 per NULL ran
     SELECT qi, 'numeric' AS kind, any_value(w) AS weight, sum(n) AS n,
            sum(CASE WHEN sup THEN n
                     ELSE (CASE WHEN rhi > rlo THEN
-                              ((coalesce(sa_hi, 0) / 2 - coalesce(sa_lo, 0) / 2)
-                               + (coalesce(pi_hi, 0) - coalesce(pi_lo, 0)) * (rhi / 2)
-                               + (coalesce(ni_hi, 0) - coalesce(ni_lo, 0)) * (rlo / 2))
-                              / (rhi / 2 - rlo / 2)
+                              -- each infinite bound's share divided first: count * (rhi / 2)
+                              -- overflows past 3 bounds near 1e308
+                              (coalesce(sa_hi, 0) / 2 - coalesce(sa_lo, 0) / 2) / (rhi / 2 - rlo / 2)
+                              + (coalesce(pi_hi, 0) - coalesce(pi_lo, 0)) * ((rhi / 2) / (rhi / 2 - rlo / 2))
+                              + (coalesce(ni_hi, 0) - coalesce(ni_lo, 0)) * ((rlo / 2) / (rhi / 2 - rlo / 2))
                               + (coalesce(sb_hi, 0) / 2 - coalesce(sb_lo, 0) / 2)
                                 * (1e100 / (rhi / 2 - rlo / 2))
                           ELSE 0.0 END)

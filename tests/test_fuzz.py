@@ -74,10 +74,12 @@ def _int_values(draw, typ, group):
 
 def _decimal_values(typ, group):
     p, s = map(int, re.match(r"DECIMAL\((\d+),(\d+)\)", typ).groups())
-    top = Decimal(10) ** (p - s) - Decimal(1) / (Decimal(10) ** s)
+    # the type's ends, built from their digits: Decimal arithmetic rounds to the context's 28
+    # digits (10**38 - 1 became 1E+38, out of DECIMAL(38,0)'s range)
+    top, bottom = Decimal(f"{10 ** p - 1}E-{s}"), Decimal(f"-{10 ** p - 1}E-{s}")
     small = st.decimals(-1000, 1000, places=s, allow_nan=False, allow_infinity=False)
     if group == "extreme_int":
-        return st.one_of(st.sampled_from([top, -top, Decimal(0)]), small)
+        return st.one_of(st.sampled_from([top, bottom, Decimal(0)]), small)
     return small
 
 

@@ -264,3 +264,16 @@ def test_info_loss_given_weights_override_the_run(con):
         one(con, "info_loss('b', weights := MAP {'age': 1.0})")
     with pytest.raises(Exception, match="not QIs of the table"):
         one(con, "info_loss('b', weights := MAP {'age': 1.0, 'job': 1.0, 'zip': 1.0})")
+
+
+def test_gcp_of_infinite_bounds_near_the_double_range_is_finite(con):
+    """Four rows 1e308, inf, 0, inf in one class [0, inf]: each row's NCP on q0 is 1 (inf counts
+    as the finite maximum 1e308), q1/q2 are constant (0), so gcp = 1/3; the infinite bounds'
+    share (count * 1e308 / 2) used to overflow to inf before the division by the range."""
+    con.execute("CREATE OR REPLACE TABLE inf_src (id INTEGER, q0 DOUBLE, q1 TINYINT, q2 TINYINT)")
+    con.execute("INSERT INTO inf_src VALUES (0, 1e308, 0, 0), (1, 'inf', 0, 0), (2, 0.0, 0, 0), "
+                "(3, 'inf', 0, 0)")
+    con.execute("CREATE OR REPLACE TABLE inf_out AS FROM k_anonymize('inf_src', k := 3, "
+                "algo := 'mondrian', qi := ['q0', 'q1', 'q2'])")
+    assert con.execute("SELECT DISTINCT q0_min, q0_max FROM inf_out").fetchall() == [(0.0, math.inf)]
+    assert con.execute("SELECT gcp('inf_out')").fetchall()[0][0] == pytest.approx(1 / 3, rel=1e-12)

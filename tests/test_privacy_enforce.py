@@ -286,3 +286,20 @@ def test_model_an_algorithm_cannot_enforce_is_an_error_naming_the_able(con, monk
                                         r".*one of datafly, kgen, random"):
         con.execute("FROM k_anonymize('src', k := 2, algo := 'optimal', qi := ['age', 'z'], "
                     "sensitive := 's', l := 1.5, l_variant := 'entropy')").fetchall()
+
+
+@pytest.mark.parametrize("algo", ["optimal", "datafly", "kgen", "random"])
+def test_suppressed_duplicate_tuples_fewer_than_k_rows_publish(con, algo):
+    """A full-domain run with a sensitive column reads a histogram of (QI, sensitive) tuples;
+    its suppressed rows (2 < k, both one tuple 'B'/'s0') are published, not refused as a
+    class of fewer than k rows (the safety check counted suppressed tuples against rows)."""
+    con.execute("CREATE OR REPLACE TABLE dup_sup AS SELECT i AS id, "
+                "CASE WHEN i < 20 THEN 'A' ELSE 'B' END AS zip, "
+                "CASE WHEN i < 20 THEN 's' || (i % 3) ELSE 's0' END AS dis FROM range(22) r(i)")
+    rows = con.execute(f"SELECT id, zip, suppressed, ec_size FROM k_anonymize('dup_sup', k := 5, "
+                       f"algo := '{algo}', qi := ['zip'], sensitive := 'dis', l := 2, "
+                       f"max_suppression := 0.1, seed := 1) ORDER BY id").fetchall()
+    assert len(rows) == 22
+    assert [r[0] for r in rows] == list(range(22))
+    assert all(not r[2] and r[1] == "A" and r[3] == 20 for r in rows[:20])
+    assert all(r[2] and r[1] == "*" for r in rows[20:])

@@ -2,6 +2,7 @@
 per run in kanon_runs.qi_trees and read back by the SQL metrics and the query rewrite."""
 import threading
 
+import duckdb
 import pytest
 
 import kanon_duckdb
@@ -187,3 +188,21 @@ def test_file_source_uses_its_table_tree(con, tmp_path):
         f"SELECT DISTINCT sex FROM k_anonymize('{path}', k := 2, qi := ['age', 'sex'])").fetchall()}
     assert got == {"FM", "*"}
     assert con.execute("SELECT qi_trees FROM kanon_runs").fetchall()[0][0] == [None, "patients.sex"]
+
+
+@pytest.mark.parametrize("algo", ["mondrian", "optimal", "datafly"])
+def test_root_only_tree_over_an_all_null_column(algo):
+    """A tree of one root row ('*', NULL) for a column holding only NULLs: the NULL leaf goes
+    under the root, rows are anonymized (was KeyError: '*'); a data value '*' next to NULLs
+    under such a tree is refused by name (it can be neither the root nor a leaf)."""
+    c = kanon_duckdb.connect()
+    c.execute("CREATE TABLE nt (id INTEGER, q0 INTEGER, q1 VARCHAR)")
+    c.execute("INSERT INTO nt VALUES (0, 1, NULL), (1, 1, NULL), (2, 5, NULL)")
+    c.execute("INSERT INTO kanon_taxonomy VALUES ('q1', '*', NULL)")
+    rows = c.execute(f"SELECT id, q1, suppressed FROM k_anonymize('nt', k := 3, algo := '{algo}', "
+                     f"qi := ['q0', 'q1']) ORDER BY id").fetchall()
+    assert [r[0] for r in rows] == [0, 1, 2] and all(r[1] in (None, "*") for r in rows)
+    c.execute("INSERT INTO nt VALUES (3, 2, '*')")
+    with pytest.raises(duckdb.Error, match="q1"):
+        c.execute(f"FROM k_anonymize('nt', k := 2, algo := '{algo}', qi := ['q0', 'q1'])").fetchall()
+    c.close()
