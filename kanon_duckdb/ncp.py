@@ -62,8 +62,11 @@ def numeric_ncp(c_lo, c_hi, g_lo, g_hi):
     c_lo = np.where(np.isposinf(c_lo), g_hi, np.where(np.isneginf(c_lo), g_lo, c_lo))
     c_hi = np.where(np.isposinf(c_hi), g_hi, np.where(np.isneginf(c_hi), g_lo, c_hi))
     with np.errstate(invalid="ignore", over="ignore"):
-        span = c_hi / 2 - c_lo / 2
-        rng = np.where(g_hi > g_lo, g_hi / 2 - g_lo / 2, 1.0)
+        # halves only where the range overflows: halving is exact above the subnormals (same
+        # ratio), and a subnormal range halves to 0
+        sc = np.where(np.isinf(g_hi - g_lo), 0.5, 1.0)
+        span = c_hi * sc - c_lo * sc
+        rng = np.where(g_hi > g_lo, g_hi * sc - g_lo * sc, 1.0)
         ncp = np.where(g_hi > g_lo, span / rng, 0.0)
     ncp = np.where(np.isnan(c_lo) | np.isnan(c_hi), NULL_NCP, ncp)
     return np.clip(ncp, 0.0, 1.0)

@@ -258,21 +258,27 @@ num_rng AS (   -- the run's global range, else the finite published range over e
               coalesce(mhi, max(fhi) OVER (PARTITION BY qi)) AS rhi
     FROM num
 ),
-num_loss AS (   -- sum of spans / range on halves (no overflow) + 1 per NULL range
+num_sc AS (   -- halve the bounds only where the range overflows (halving is exact above the
+              -- subnormals, so the ratios are the same; halving a subnormal range gives 0)
+    SELECT *, CASE WHEN isinf(rhi - rlo) THEN 0.5 ELSE 1.0 END AS sc FROM num_rng
+),
+num_loss AS (   -- sum of spans / range (on halves where the range overflows) + 1 per NULL range
     SELECT qi, 'numeric' AS kind, any_value(w) AS weight, sum(n) AS n,
            sum(CASE WHEN sup THEN n
                     ELSE (CASE WHEN rhi > rlo THEN
-                              -- each infinite bound's share divided first: count * (rhi / 2)
+                              -- each infinite bound's share divided first: count * (rhi * sc)
                               -- overflows past 3 bounds near 1e308
-                              (coalesce(sa_hi, 0) / 2 - coalesce(sa_lo, 0) / 2) / (rhi / 2 - rlo / 2)
-                              + (coalesce(pi_hi, 0) - coalesce(pi_lo, 0)) * ((rhi / 2) / (rhi / 2 - rlo / 2))
-                              + (coalesce(ni_hi, 0) - coalesce(ni_lo, 0)) * ((rlo / 2) / (rhi / 2 - rlo / 2))
-                              + (coalesce(sb_hi, 0) / 2 - coalesce(sb_lo, 0) / 2)
-                                * (1e100 / (rhi / 2 - rlo / 2))
+                              (coalesce(sa_hi, 0) * sc - coalesce(sa_lo, 0) * sc) / (rhi * sc - rlo * sc)
+                              + (coalesce(pi_hi, 0) - coalesce(pi_lo, 0)) * ((rhi * sc) / (rhi * sc - rlo * sc))
+                              + (coalesce(ni_hi, 0) - coalesce(ni_lo, 0)) * ((rlo * sc) / (rhi * sc - rlo * sc))
+                              + CASE WHEN coalesce(sb_hi, 0) = coalesce(sb_lo, 0) THEN 0.0
+                                     -- 1e100 / a subnormal range is inf: only where sb is used
+                                     ELSE (coalesce(sb_hi, 0) * sc - coalesce(sb_lo, 0) * sc)
+                                          * (1e100 / (rhi * sc - rlo * sc)) END
                           ELSE 0.0 END)
                          + (n - cnt)
                END) AS ncp_sum
-    FROM num_rng GROUP BY qi
+    FROM num_sc GROUP BY qi
 ),
 cat AS (
     SELECT sup, n, unnest(m.cat_qi) AS qi, unnest(m.cat_w) AS w,

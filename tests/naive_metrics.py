@@ -82,7 +82,10 @@ def ncp(rows, run, trees, row, q, kind, height=False):
         glo, ghi = _num_range(rows, run, q)
         # an infinite bound counts as the global finite extreme on its side
         lo, hi = [float(glo if v == -math.inf else ghi if v == math.inf else v) for v in (lo, hi)]
-        return min(1.0, (hi / 2 - lo / 2) / (float(ghi) / 2 - float(glo) / 2)) if ghi > glo else 0.0
+        if not ghi > glo:
+            return 0.0
+        sc = 0.5 if math.isinf(float(ghi) - float(glo)) else 1.0  # halves only where it overflows
+        return min(1.0, (hi * sc - lo * sc) / (float(ghi) * sc - float(glo) * sc))
     label = row[q]
     if label is None:
         return 0.0

@@ -277,3 +277,16 @@ def test_gcp_of_infinite_bounds_near_the_double_range_is_finite(con):
                 "algo := 'mondrian', qi := ['q0', 'q1', 'q2'])")
     assert con.execute("SELECT DISTINCT q0_min, q0_max FROM inf_out").fetchall() == [(0.0, math.inf)]
     assert con.execute("SELECT gcp('inf_out')").fetchall()[0][0] == pytest.approx(1 / 3, rel=1e-12)
+
+
+def test_gcp_of_a_subnormal_range_is_its_ncp_not_nan(con):
+    """Four rows 0, 5e-324 (the smallest subnormal), 0, 5e-324 in one class [0, 5e-324]: the
+    global range is [0, 5e-324], so each row's NCP on q0 is 1 and q1/q2 are constant: gcp = 1/3.
+    Halving such a range gives 0 (it was NaN); bounds are halved only where the range overflows."""
+    con.execute("CREATE OR REPLACE TABLE sub_src (id INTEGER, q0 DOUBLE, q1 TINYINT, q2 TINYINT)")
+    con.execute("INSERT INTO sub_src VALUES (0, 0.0, 0, 0), (1, 5e-324, 0, 0), (2, 0.0, 0, 0), "
+                "(3, 5e-324, 0, 0)")
+    con.execute("CREATE OR REPLACE TABLE sub_out AS FROM k_anonymize('sub_src', k := 4, "
+                "algo := 'mondrian', qi := ['q0', 'q1', 'q2'])")
+    assert con.execute("SELECT DISTINCT q0_min, q0_max FROM sub_out").fetchall() == [(0.0, 5e-324)]
+    assert con.execute("SELECT gcp('sub_out')").fetchall()[0][0] == pytest.approx(1 / 3, rel=1e-12)
