@@ -148,7 +148,7 @@ def compile_threaded_grouping(data) -> None:
             c = sp.t if tab is None else rep.shape[0]
             keys, skey = np.empty(c, np.int64), np.empty(c, np.int64)
             K.group_buckets(*args, ks, ch.k, ch.limit, ch.cap, 1, keys, skey,
-                            np.empty(c, np.int32))
+                            np.empty(c, np.int32), 2)
 
 
 _preload_thread = None

@@ -63,9 +63,9 @@ def _suppressed(cnt, k):
 @given(tables(), st.data())
 def test_bucketed_grouping_equals_the_plain_one(data, draw):
     """group_buckets over the rows of a histogram or over a cached table below the node, any
-    number of buckets, cap and suppression stop: a complete result is group_node's table
-    (same order, representatives, counts and codes); it stops only when the node has more than
-    cap classes or more than stop_sup rows in classes smaller than k."""
+    number of buckets and threads, cap and suppression stop: a complete result is group_node's
+    table (same order, representatives, counts and codes); it stops exactly when the node has
+    more than cap classes or more than stop_sup rows in classes smaller than k."""
     repeat = draw.draw(st.lists(st.integers(1, 3), min_size=data.n, max_size=data.n))
     _, hist, _ = as_histogram(data, repeat)
     space = build_space(hist)
@@ -76,6 +76,7 @@ def test_bucketed_grouping_equals_the_plain_one(data, draw):
     cap = draw.draw(st.sampled_from([0, 1, 3, space.t, _NO_CAP]))
     stop_sup = draw.draw(st.sampled_from([0, 1, 4, _NO_CAP]))
     pbits = draw.draw(st.integers(1, 5))
+    nthr = draw.draw(st.integers(1, 4))
     tab = None
     if draw.draw(st.booleans()):  # roll up from a table of a node below
         low = tuple(draw.draw(st.integers(0, int(h))) for h in high)
@@ -86,10 +87,10 @@ def test_bucketed_grouping_equals_the_plain_one(data, draw):
     c = space.t if tab is None else tab[0].shape[0]
     keys, skey = np.empty(c, np.int64), np.empty(c, np.int64)
     sidx = np.empty(c, np.int32)
-    stopped, rep, cnt, kc = K.group_buckets(*args, ks, k, stop_sup, cap, pbits, keys, skey, sidx)
-    if stopped:
-        assert want_rep.shape[0] > cap or _suppressed(want_cnt, k) > stop_sup
-    else:
+    stopped, rep, cnt, kc = K.group_buckets(*args, ks, k, stop_sup, cap, pbits, keys, skey, sidx,
+                                            nthr)
+    assert stopped == (want_rep.shape[0] > cap or _suppressed(want_cnt, k) > stop_sup)
+    if not stopped:
         assert want_rep.shape[0] <= cap
         assert rep.tolist() == want_rep.tolist() and cnt.tolist() == want_cnt.tolist()
         full = ch._full_codes(high, tab, rep, kc, live)
@@ -106,7 +107,7 @@ def buckets_everywhere(monkeypatch):
     monkeypatch.setattr(checker, "DENSE_KEEP_MAX", 0)
     calls = []
     real = K.group_buckets
-    monkeypatch.setattr(K, "group_buckets", lambda *a: calls.append(a[-6]) or real(*a))
+    monkeypatch.setattr(K, "group_buckets", lambda *a: calls.append(a[-7]) or real(*a))
     return calls
 
 
@@ -248,3 +249,36 @@ def test_hash_tables_are_sized_on_first_need_and_grow():
     assert hkey.shape[0] == 256 and (hkey == -1).all()
     res = ch.check((0,))
     assert res.feasible and res.n_classes == 150 and (ch._hkey == -1).all()
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(2, 4), st.integers(1, 6), st.sampled_from([2, 5]), st.data())
+def test_threaded_buckets_equal_one_thread(nthr, pbits, k, draw):
+    """On tens of thousands of rows (every thread has many buckets, several stop), each thread
+    count gives one thread's answer: the same stop decision and, when complete, the same
+    table; the limit between stop and no stop is exact (limit = suppressed rows does not stop,
+    one row less does)."""
+    from test_lattice import make_data
+    seed = draw.draw(st.integers(0, 1000))
+    rng = np.random.default_rng(seed)
+    n = 20_000
+    data = make_data([list(rng.integers(0, 3000, n).astype(float)),
+                      list(rng.integers(0, 40, n).astype(float))], [])
+    space = build_space(data)
+    ch = NodeChecker(space, k)
+    node = tuple(draw.draw(st.integers(0, int(h))) for h in space.heights)
+    want_rep, want_cnt, _, _ = ch._run_kernels(node)
+    sup = _suppressed(want_cnt, k)
+    *args, ks, _ = ch._kernel_args(node, None)
+
+    def run(threads, stop_sup):
+        keys, skey = np.empty(n, np.int64), np.empty(n, np.int64)
+        return K.group_buckets(*args, ks, k, stop_sup, _NO_CAP, pbits, keys, skey,
+                               np.empty(n, np.int32), threads)
+
+    for stop_sup in (sup, sup - 1, _NO_CAP):
+        one, many = run(1, stop_sup), run(nthr, stop_sup)
+        assert one[0] == many[0] == (sup > stop_sup)
+        for a, b in zip(one[1:], many[1:]):
+            assert a.tolist() == b.tolist()
+    assert run(nthr, _NO_CAP)[2].tolist() == want_cnt.tolist()

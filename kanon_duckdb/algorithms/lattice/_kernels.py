@@ -21,8 +21,8 @@ is small, open addressing otherwise; ``group_tuple`` handles key spaces past 2^6
 hashing the code tuple and comparing it. Both stop as soon as more than ``cap`` classes exist (a
 node with more than n/k + limit classes suppresses more than limit rows: its exact table is not
 needed), so an infeasible node near the all-distinct bottom costs about n/k + limit inputs and
-a table of that size, not t. ``group_buckets`` groups in hash buckets (cache-sized tables)
-and also stops once more than the suppression limit of rows are known to be in classes smaller
+a table of that size, not t. ``group_buckets`` groups in hash buckets (cache-sized tables,
+the buckets shared among threads) and also stops once more than the suppression limit of rows are known to be in classes smaller
 than k. Passes over the encoded rows read ``planes`` (uint8, a level's codes byte by byte):
 a code of b bytes is b pseudo-columns whose strides are the column's stride << 8 i, so the keys
 are the same. Scratch buffers are owned and reused by the caller.
@@ -596,36 +596,15 @@ def group_node_parallel(src, cols, lut, lutoff, use_lut, rep, cnt, identity, str
 
 
 @njit
-def group_buckets(src, cols, lut, lutoff, use_lut, rep, cnt, identity, strides, keyspace, k,
-                  stop_sup, cap, pbits, keys, skey, sidx):
-    """``group_node`` in cache-sized pieces, stopping as soon as the node is known infeasible.
-
-    Same inputs as ``group_node`` (no dense / hash scratch; keys < keyspace); k: a class of fewer than k rows is
-    suppressed; stop_sup: stop once more rows than this are suppressed (the suppression limit:
-    the node is infeasible; a huge value never stops there); cap as in ``group_node``. The keys of all inputs are computed (keys int64 (>= c,) scratch), then
-    the inputs are scattered into 2^pbits buckets (pbits >= 1) by the top bits of the key's
-    hash (skey int64 / sidx int32 (>= c,) scratch): every class lies in one bucket, so each
-    bucket is grouped on its own with a small hash table, in cache. After each bucket the rows
-    in its classes smaller than k are added up; the grouping stops as soon as they exceed
-    ``stop_sup`` or the classes found exceed ``cap`` (either makes the node infeasible: a class's
-    rows are all counted once its bucket is done, so the count is exact, never an estimate).
-
-    Returns (stopped, rep int32 (C,), cnt int64 (C,), kc (d, C)): when not stopped, the node's
-    class table exactly as ``group_node`` returns it (classes in the order of their first input,
-    that input the representative, codes at the node); when stopped, empty arrays.
-    O(c·d) sequential work plus O(c) scatter and in-cache probes; the probes stop early."""
-    c = src.shape[1] if identity else rep.shape[0]
-    d = cols.shape[0]
-    P = np.int64(1) << pbits
-    pshift = np.uint64(64 - pbits)
-    has_cnt = cnt.shape[0] > 0
-    bstart = np.zeros(P + 1, dtype=np.int64)
+def _bucket_keys(src, cols, lut, lutoff, use_lut, strides, a0, b0, pshift, keys, hist):
+    """keys[t] = the key of input t for t in [a0, b0) (as ``group_node``), block by block and
+    column by column; hist[p + 1] += the inputs of bucket p (top bits of the key's hash)."""
     B = 4096
-    for a in range(0, c, B):
-        b = min(a + B, c)
+    for a in range(a0, b0, B):
+        b = min(a + B, b0)
         for t in range(a, b):
             keys[t] = 0
-        for j in range(d):
+        for j in range(cols.shape[0]):
             col = src[cols[j]]
             st = strides[j]
             if use_lut:
@@ -636,15 +615,14 @@ def group_buckets(src, cols, lut, lutoff, use_lut, rep, cnt, identity, strides, 
                 for t in range(a, b):
                     keys[t] += col[t] * st
         for t in range(a, b):
-            bstart[np.int64((np.uint64(keys[t]) * _GOLDEN) >> pshift) + 1] += 1
-    biggest = 0
-    for p in range(P):
-        if bstart[p + 1] > biggest:
-            biggest = bstart[p + 1]
-        bstart[p + 1] += bstart[p]
-    fill = bstart[:P].copy()
-    sw = np.empty(c if has_cnt else 0, dtype=np.int64)  # the weights, scattered alongside
-    for t in range(c):
+            hist[np.int64((np.uint64(keys[t]) * _GOLDEN) >> pshift) + 1] += 1
+
+
+@njit
+def _bucket_scatter(keys, cnt, has_cnt, a0, b0, pshift, fill, skey, sidx, sw):
+    """Scatter inputs a0..b0-1 to their buckets: input t goes to slot fill[p] (then fill[p] + 1)
+    of its bucket p: skey its key, sidx t, sw its weight (when has_cnt)."""
+    for t in range(a0, b0):
         key = keys[t]
         p = np.int64((np.uint64(key) * _GOLDEN) >> pshift)
         q = fill[p]
@@ -653,23 +631,31 @@ def group_buckets(src, cols, lut, lutoff, use_lut, rep, cnt, identity, strides, 
         if has_cnt:
             sw[q] = cnt[t]
         fill[p] = q + 1
+
+
+@njit
+def _group_bucket_range(lo, hi, bstart, skey, sidx, sw, has_cnt, packed, pbits, biggest, k,
+                        stop_sup, cap, th, tsup, tcls, bn, halt):
+    """Group buckets lo..hi-1 one by one with one small hash table (thread th's share).
+
+    A bucket's inputs lie in skey / sidx / sw[bstart[p]:bstart[p + 1]], in input order. Once
+    grouped, its nu classes overwrite the bucket's first nu slots (sidx the first input, skey
+    the row count) and bn[p] = nu; tsup[th] / tcls[th] add its rows in classes smaller than k
+    and its classes. After each bucket the sums over all threads' slots (each slot only grows,
+    so any read is a lower bound of the exact totals) are compared with stop_sup and cap: past
+    either, halt[0] = 1, and every thread stops at its next bucket."""
     size, tshift, mask = _table_shape(biggest)
     hkey = np.full(size, -1, dtype=np.int64)  # key << 32 | class in the bucket (keys < 2^31)
-    hval = np.empty(size if keyspace >= (np.int64(1) << 31) else 0, dtype=np.int32)
+    hval = np.empty(0 if packed else size, dtype=np.int32)
     used = np.empty(max(biggest, 1), dtype=np.int64)  # slot of each class of the bucket
     bcnt = np.empty(max(biggest, 1), dtype=np.int64)
-    bfirst = np.empty(max(biggest, 1), dtype=np.int64)
+    bfirst = np.empty(max(biggest, 1), dtype=np.int32)
     low = (np.int64(1) << 32) - 1
-    lim = cap + 1
-    if lim > c:
-        lim = c
-    out_first = np.empty(lim, dtype=np.int64)
-    out_cnt = np.empty(lim, dtype=np.int64)
-    nout = 0
-    sup = np.int64(0)
     ubits = np.uint64(pbits)
-    packed = keyspace < (np.int64(1) << 31)
-    for p in range(P):
+    T = tsup.shape[0]
+    for p in range(lo, hi):
+        if halt[0] != 0:
+            break
         nu = 0
         for q in range(bstart[p], bstart[p + 1]):
             key = skey[q]
@@ -696,38 +682,114 @@ def group_buckets(src, cols, lut, lutoff, use_lut, rep, cnt, identity, strides, 
                     bcnt[hval[h]] += w
                     break
                 h = (h + 1) & mask
+        sup = np.int64(0)
+        b0 = bstart[p]
         for i in range(nu):
             if bcnt[i] < k:
                 sup += bcnt[i]
-            if nout < lim:
-                out_first[nout] = bfirst[i]
-                out_cnt[nout] = bcnt[i]
-            nout += 1
+            sidx[b0 + i] = bfirst[i]
+            skey[b0 + i] = bcnt[i]
             hkey[used[i]] = -1
-        if sup > stop_sup or nout > cap:
-            e_rep = np.empty(0, dtype=np.int32)
-            return True, e_rep, np.empty(0, dtype=np.int64), np.empty((d, 0), dtype=src.dtype)
+        bn[p] = nu
+        tsup[th] += sup
+        tcls[th] += nu
+        all_sup = np.int64(0)
+        all_cls = np.int64(0)
+        for u in range(T):
+            all_sup += tsup[u]
+            all_cls += tcls[u]
+        if all_sup > stop_sup or all_cls > cap:
+            halt[0] = 1
+            break
+
+
+@njit_parallel
+def group_buckets(src, cols, lut, lutoff, use_lut, rep, cnt, identity, strides, keyspace, k,
+                  stop_sup, cap, pbits, keys, skey, sidx, nthr):
+    """``group_node`` in cache-sized pieces on nthr threads, stopping as soon as the node is
+    known infeasible.
+
+    Same inputs as ``group_node`` (no dense / hash scratch; keys < keyspace); k: a class of fewer
+    than k rows is suppressed; stop_sup: stop once more rows than this are suppressed (the
+    suppression limit: the node is infeasible; a huge value never stops there); cap as in
+    ``group_node``; nthr >= 1 threads. The keys of all inputs are computed (keys int64 (>= c,)
+    scratch; nthr chunks of the inputs at once), then the inputs are scattered into 2^pbits
+    buckets (pbits >= 1) by the top bits of the key's hash (skey int64 / sidx int32 (>= c,)
+    scratch), each bucket holding its inputs in input order: every class lies in one bucket,
+    so each bucket is grouped on its own with a small hash table, in cache, the buckets split
+    among the threads in nthr contiguous ranges. After each bucket the rows in its classes
+    smaller than k are added up; the grouping stops as soon as the rows counted by all threads
+    exceed ``stop_sup`` or the classes found exceed ``cap`` (either makes the node infeasible: a
+    class's rows are all counted once its bucket is done, so the counts never overestimate).
+
+    Returns (stopped, rep int32 (C,), cnt int64 (C,), kc (d, C)): when not stopped, the node's
+    class table exactly as ``group_node`` returns it (classes in the order of their first input,
+    that input the representative, codes at the node); when stopped, empty arrays. Stopped or
+    not, and the table, do not depend on nthr or pbits. O(c·d / nthr) work plus O(c) scatter
+    and in-cache probes (split among the threads; the probes stop early) and O(classes + c/64)
+    sequential work to order the classes."""
+    c = src.shape[1] if identity else rep.shape[0]
+    d = cols.shape[0]
+    P = np.int64(1) << pbits
+    pshift = np.uint64(64 - pbits)
+    has_cnt = cnt.shape[0] > 0
+    T = max(np.int64(nthr), np.int64(1))
+    hist = np.zeros((T, P + 1), dtype=np.int64)  # inputs of each (chunk, bucket)
+    for th in prange(T):
+        _bucket_keys(src, cols, lut, lutoff, use_lut, strides, th * c // T, (th + 1) * c // T,
+                     pshift, keys, hist[th])
+    # bucket p's slots: chunk 0's inputs, then chunk 1's, ... (input order within the bucket)
+    bstart = np.zeros(P + 1, dtype=np.int64)
+    fill = np.empty((T, P), dtype=np.int64)
+    biggest = np.int64(0)
+    pos = np.int64(0)
+    for p in range(P):
+        bstart[p] = pos
+        for u in range(T):
+            fill[u, p] = pos
+            pos += hist[u, p + 1]
+        if pos - bstart[p] > biggest:
+            biggest = pos - bstart[p]
+    bstart[P] = pos
+    sw = np.empty(c if has_cnt else 0, dtype=np.int64)  # the weights, scattered alongside
+    for th in prange(T):
+        _bucket_scatter(keys, cnt, has_cnt, th * c // T, (th + 1) * c // T, pshift, fill[th],
+                        skey, sidx, sw)
+    packed = keyspace < (np.int64(1) << 31)
+    bn = np.zeros(P, dtype=np.int64)
+    tsup = np.zeros(T, dtype=np.int64)
+    tcls = np.zeros(T, dtype=np.int64)
+    halt = np.zeros(1, dtype=np.int64)
+    for th in prange(T):
+        _group_bucket_range(th * P // T, (th + 1) * P // T, bstart, skey, sidx, sw, has_cnt,
+                            packed, pbits, biggest, k, stop_sup, cap, th, tsup, tcls, bn, halt)
+    nout = tcls.sum()
+    if halt[0] != 0 or tsup.sum() > stop_sup or nout > cap:
+        e_rep = np.empty(0, dtype=np.int32)
+        return True, e_rep, np.empty(0, dtype=np.int64), np.empty((d, 0), dtype=src.dtype)
     # classes in the order of their first input: mark the first inputs in a bitmap (their
     # counts parked in keys[], free now), then read the marks in input order
     marks = np.zeros((c >> 6) + 1, dtype=np.uint64)
-    for s in range(nout):
-        f = out_first[s]
-        keys[f] = out_cnt[s]
-        marks[f >> 6] |= np.uint64(1) << np.uint64(f & 63)
+    for p in range(P):
+        for i in range(bstart[p], bstart[p] + bn[p]):
+            f = np.int64(sidx[i])
+            keys[f] = skey[i]
+            marks[f >> 6] |= np.uint64(1) << np.uint64(f & 63)
     first = np.empty(nout, dtype=np.int64)
     out_rep = np.empty(nout, dtype=np.int32)
+    out_cnt = np.empty(nout, dtype=np.int64)
     s = 0
-    for w in range(marks.shape[0]):
-        m = marks[w]
+    for wd in range(marks.shape[0]):
+        m = marks[wd]
         while m != 0:
-            f = (w << 6) + np.int64(_low_bit(m))
+            f = (wd << 6) + np.int64(_low_bit(m))
             m &= m - np.uint64(1)
             first[s] = f
             out_cnt[s] = keys[f]
             out_rep[s] = f if identity else rep[f]
             s += 1
     kc = _class_codes(src, cols, lut, lutoff, use_lut, first, nout)
-    return False, out_rep, out_cnt[:nout].copy(), kc
+    return False, out_rep, out_cnt, kc
 
 
 @njit

@@ -32,10 +32,11 @@ a node has more than ``cap = n // k + limit`` classes: at most n // k classes ca
 so more leave over ``limit`` rows suppressed; such a node (n_suppressed -1) costs about cap
 inputs instead of the whole table, the common case near an all-distinct bottom. Groupings of
 at least ``BUCKET_MIN`` inputs over a key space past ``DENSE_STOP_MAX`` run in hash buckets
-(``_kernels.group_buckets``): each bucket's hash table stays in cache, and the grouping also
-stops once the buckets done hold more than ``limit`` rows in classes smaller than k (most
-nodes near the feasibility border suppress 10-100 times the limit), unless ``check(...,
-keep_table=True)`` asks for the node's table to cache it. Passes over the encoded tuples read
+(``_kernels.group_buckets``, on every numba thread: the buckets are independent, and the
+same table and stop decision as one thread): each bucket's hash table stays in cache, and the
+grouping also stops once the buckets done hold more than ``limit`` rows in classes smaller than
+k (most nodes near the feasibility border suppress 10-100 times the limit), unless
+``check(..., keep_table=True)`` asks for the node's table to cache it. Passes over the encoded tuples read
 the level codes byte by byte (``LatticeSpace.planes``: one byte per row for a level of at most
 256 codes) and a histogram with one row per tuple is read without its counts. Such capped
 passes over at least ``PARALLEL_MIN`` encoded rows run in one chunk per numba thread, merged in
@@ -325,8 +326,14 @@ class NodeChecker:
             pbits += 1
         stopped, rep, cnt, kc = K.group_buckets(*args, ks, self.k,
                                                 _NO_CAP if keep_table else self.limit,
-                                                self.cap, pbits, keys, skey, sidx)
+                                                self.cap, pbits, keys, skey, sidx,
+                                                self._threads())
         return None if stopped else (rep, cnt, self._full_codes(levels, tab, rep, kc, live))
+
+    def _threads(self) -> int:
+        """Threads of a bucketed grouping: numba's (its buckets are independent)."""
+        import numba
+        return max(1, int(numba.get_num_threads()))
 
     def _bucket_scratch(self):
         """Scratch of ``group_buckets`` (allocated on first use, t entries each: a cached
