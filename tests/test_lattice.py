@@ -43,6 +43,15 @@ def make_data(num_cols, cat_cols):
                   [f"c{j}" for j in range(len(cat_cols))])
 
 
+def two_numeric_one_tree_data(seed: int, n: int = 600):
+    """QIData of n random rows: two numeric QIs (90 and 1000 values) and a 5-leaf categorical."""
+    rng = np.random.default_rng(seed)
+    return make_data([list(rng.integers(0, 90, n).astype(float)),
+                      list(rng.integers(0, 1000, n).astype(float))],
+                     [("work", list(rng.choice(["Private", "SelfEmp", "Federal", "Local", "State"],
+                                               n)))])
+
+
 def naive_qis(data):
     """(trees, leaf ordinal columns, per-QI node NCP) computed without the lattice kernels."""
     trees, leaves, ncps = [], [], []

@@ -144,13 +144,8 @@ def test_bucketed_search_publishes_the_plain_searchs_node(buckets_everywhere, lo
     """optimal with every grouping in buckets (stopping at the suppression limit) publishes the
     node and loss of a checker that counts every node in full; the buckets were used and some
     grouping stopped on the suppression limit."""
-    from test_lattice import make_data
-    rng = np.random.default_rng(7)
-    n = 600
-    data = make_data([list(rng.integers(0, 90, n).astype(float)),
-                      list(rng.integers(0, 1000, n).astype(float))],
-                     [("work", list(rng.choice(["Private", "SelfEmp", "Federal", "Local", "State"],
-                                               n)))])
+    from test_lattice import two_numeric_one_tree_data
+    data = two_numeric_one_tree_data(7)
     space = build_space(data)
     for k, ms in ((5, 0.0), (10, 0.02), (25, 0.1)):
         a = NodeChecker(space, k, ms, loss, stop_early=True)

@@ -185,13 +185,8 @@ def test_stopping_searches_equal_counting_ones(loss):
     """optimal, datafly and random with the early stop (their default) choose the node that the
     same search chooses when every node is counted in full."""
     from kanon_duckdb.algorithms.lattice import datafly, optimal, random_search
-    from test_lattice import make_data
-    rng = np.random.default_rng(11)
-    n = 600
-    data = make_data([list(rng.integers(0, 90, n).astype(float)),
-                      list(rng.integers(0, 1000, n).astype(float))],
-                     [("work", list(rng.choice(["Private", "SelfEmp", "Federal", "Local", "State"],
-                                               n)))])
+    from test_lattice import two_numeric_one_tree_data
+    data = two_numeric_one_tree_data(11)
     space = build_space(data)
     for k, ms in ((5, 0.0), (10, 0.02), (25, 0.1)):
         a = NodeChecker(space, k, ms, loss, stop_early=True)

@@ -602,18 +602,7 @@ def _bucket_keys(src, cols, lut, lutoff, use_lut, strides, a0, b0, pshift, keys,
     B = 4096
     for a in range(a0, b0, B):
         b = min(a + B, b0)
-        for t in range(a, b):
-            keys[t] = 0
-        for j in range(cols.shape[0]):
-            col = src[cols[j]]
-            st = strides[j]
-            if use_lut:
-                off = lutoff[j]
-                for t in range(a, b):
-                    keys[t] += lut[off + col[t]] * st
-            else:
-                for t in range(a, b):
-                    keys[t] += col[t] * st
+        _block_keys(src, cols, lut, lutoff, use_lut, strides, a, b, keys[a:b])
         for t in range(a, b):
             hist[np.int64((np.uint64(keys[t]) * _GOLDEN) >> pshift) + 1] += 1
 
