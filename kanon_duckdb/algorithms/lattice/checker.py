@@ -331,7 +331,8 @@ class NodeChecker:
         return None if stopped else (rep, cnt, self._full_codes(levels, tab, rep, kc, live))
 
     def _threads(self) -> int:
-        """Threads of a bucketed grouping: numba's (its buckets are independent)."""
+        """numba's thread count: the threads of a bucketed grouping (its buckets are
+        independent) and the chunks of ``group_node_parallel``."""
         import numba
         return max(1, int(numba.get_num_threads()))
 
@@ -347,8 +348,7 @@ class NodeChecker:
         """Per-thread tables of ``group_node_parallel`` (allocated on first use): one row per
         numba thread, hash tables sized for min(t / threads, cap + 1) keys, dense arrays."""
         if self._scratch is None:
-            import numba
-            P = max(1, int(numba.get_num_threads()))
+            P = self._threads()
             keys = min(-(-self.t // P), self.cap + 1)
             size = 1
             while size < 2 * keys + 2:
