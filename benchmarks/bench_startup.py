@@ -14,8 +14,13 @@ Three sections, each measured in fresh processes of this interpreter:
    ``mondrian`` and ``optimal`` (0 % suppression; also on ARX's 8 QIs): the whole statement
    ``CREATE OR REPLACE TABLE o AS FROM k_anonymize(...)`` against ``anonymize()``'s own time
    (``kanon_runs.elapsed_s``), wall and CPU seconds (process CPU, all threads: less noisy on a
-   shared machine), median of ``--repeat`` statements in one process; and the same output
-   fetched to Python (``fetchall``) next to ``SELECT * FROM adult`` fetched the same way.
+   shared machine), median of ``--repeat`` statements in one process; the write alone (the
+   output's 21 columns copied by ``CREATE TABLE AS`` through the statement's own sink operator)
+   and the ratio without it; ``CREATE TABLE AS SELECT * FROM adult`` (15 columns, default
+   plan); the same output fetched to Python (``fetchall``) next to ``SELECT * FROM adult``
+   fetched the same way; and the statement's wall time split into its stages (before the run:
+   parse, bind, plan; ``anonymize()``; the run record; the per-row values; DuckDB's second
+   read, pairing, guard and write), from clock marks around the run and the per-row values.
 3. ``--cold``: the demo's default path (``run_demo(ks=[10])``: mondrian, Adult, the SQL metrics)
    in a process whose numba cache is an empty directory (``NUMBA_CACHE_DIR``), wall and CPU.
 
@@ -57,6 +62,7 @@ con.close()
 OVERHEAD = r"""
 import json, statistics, sys, time
 import kanon_duckdb
+import kanon_duckdb.udfs.anonymize as udfs_anonymize
 from kanon_duckdb.demo import DEFAULT_QI, k_anonymize_sql
 algo, repeat = sys.argv[1], int(sys.argv[2])
 qi = json.loads(sys.argv[3]) if len(sys.argv) > 3 else DEFAULT_QI
@@ -64,22 +70,54 @@ con = kanon_duckdb.connect()
 kanon_duckdb.load_example(con)
 sql = k_anonymize_sql("adult", 10, algo, qi)
 ctas = "CREATE OR REPLACE TABLE o AS " + sql
+P = time.perf_counter
+marks = {}
+def marked(name, fn, before, after):
+    # the statement's stages: clock marks around the run (udfs/anonymize.py run_on) and the
+    # per-row values (rows_arrow / classes_arrow), the only Python steps inside the statement
+    def wrapper(*a, **kw):
+        marks[before] = P()
+        try:
+            return fn(*a, **kw)
+        finally:
+            marks[after] = P()
+    setattr(udfs_anonymize, name, wrapper)
+marked("run_on", udfs_anonymize.run_on, "run0", "run1")
+for name in ("rows_arrow", "classes_arrow"):
+    marked(name, getattr(udfs_anonymize, name), "pub0", "pub1")
 for _ in range(2):
     con.execute(ctas)
 def clock():
-    return time.perf_counter(), time.process_time()
-rows = {"stmt": [], "stmt_cpu": [], "inner": [], "fetch": [], "fetch_src": [], "copy_cpu": []}
+    return P(), time.process_time()
+keys = ("stmt", "stmt_cpu", "inner", "before", "record", "publish", "duckdb", "fetch", "fetch_src",
+        "copy_cpu", "write", "write_cpu")
+rows = {key: [] for key in keys}
 for _ in range(repeat):
     _w, c = clock()
-    con.execute("CREATE OR REPLACE TABLE c AS SELECT * FROM adult")  # the same sink, no run
+    con.execute("CREATE OR REPLACE TABLE c AS SELECT * FROM adult")  # the source's width, no run
     rows["copy_cpu"].append(clock()[1] - c)
+    marks.clear()
     w, c = clock()
     con.execute(ctas)
     w2, c2 = clock()
     rows["stmt"].append(w2 - w)
     rows["stmt_cpu"].append(c2 - c)
-    rows["inner"].append(con.execute("SELECT elapsed_s FROM kanon_runs ORDER BY run_id DESC "
-                                     "LIMIT 1").fetchall()[0][0])
+    inner = con.execute("SELECT elapsed_s FROM kanon_runs ORDER BY run_id DESC LIMIT 1").fetchall()[0][0]
+    rows["inner"].append(inner)
+    rows["before"].append(marks["run0"] - w)  # parse, bind (__kanon_sql), plan, the check
+    rows["record"].append(marks["run1"] - marks["run0"] - inner)  # run record, losses, ...
+    rows["publish"].append(marks["pub1"] - marks["run1"])  # per-row values to Arrow
+    rows["duckdb"].append(w2 - marks["pub1"])  # second read, pairing, guard, write
+    # the write alone: the same 21 columns copied by the operator the statement's sink is
+    # (CREATE TABLE AS without batch indexes: one thread; the default plan of a copy of a
+    # table writes in parallel batches, which costs more CPU on this small a table)
+    con.execute("SET threads = 1")
+    w, c = clock()
+    con.execute("CREATE OR REPLACE TABLE w AS SELECT * FROM o")
+    w3, c3 = clock()
+    con.execute("RESET threads")
+    rows["write"].append(w3 - w)
+    rows["write_cpu"].append(c3 - c)
     w, _ = clock()
     con.execute(sql).fetchall()
     rows["fetch"].append(clock()[0] - w)
@@ -138,17 +176,35 @@ def main(argv=None):
             print(f"{name:12}" + "".join(f"{r[k]:>14.3f}" for k in keys))
     print(f"\n2. fixed overhead: Adult (30,162 rows, demo QIs), k = 10, median of {a.repeat} "
           f"statements; CREATE TABLE AS FROM k_anonymize(...) vs anonymize()'s own time")
-    print(f"{'algo':<10}{'stmt s':>8}{'inner s':>9}{'ratio':>7}{'stmt cpu':>10}{'inner cpu':>10}"
-          f"{'cpu ratio':>10}{'copy cpu':>10}{'fetchall s':>11}{'adult fetchall s':>17}")
+    print(f"{'algo':<10}{'stmt s':>8}{'inner s':>9}{'ratio':>7}{'write s':>9}{'w/o write':>10}"
+          f"{'stmt cpu':>10}{'inner cpu':>10}{'cpu ratio':>10}{'write cpu':>10}{'w/o write':>10}"
+          f"{'copy cpu':>10}{'fetchall s':>11}{'adult fetchall s':>17}")
     from bench_mondrian import ADULT_ARX_QI  # beside this script
+    splits = {}
     for algo, qi in (("mondrian", None), ("optimal", None), ("optimal", ADULT_ARX_QI)):
         r = child(OVERHEAD, (algo, a.repeat) + ((json.dumps(qi),) if qi else ()))
         algo = algo if qi is None else f"{algo}*"
+        splits[algo] = r
         print(f"{algo:<10}{r['stmt']:>8.3f}{r['inner']:>9.3f}{r['stmt'] / r['inner']:>7.2f}"
+              f"{r['write']:>9.3f}{(r['stmt'] - r['write']) / r['inner']:>10.2f}"
               f"{r['stmt_cpu']:>10.3f}{r['inner_cpu']:>10.3f}{r['stmt_cpu'] / r['inner_cpu']:>10.2f}"
+              f"{r['write_cpu']:>10.3f}{(r['stmt_cpu'] - r['write_cpu']) / r['inner_cpu']:>10.2f}"
               f"{r['copy_cpu']:>10.3f}{r['fetch']:>11.3f}{r['fetch_src']:>17.3f}")
-    print("(copy cpu: CREATE TABLE AS SELECT * FROM adult, the same output sink without a run; "
+    print("(write: CREATE TABLE AS SELECT * FROM the output, 21 columns, by the statement's own "
+          "sink operator (one thread); w/o write: (statement - write) / anonymize(); copy cpu: "
+          "CREATE TABLE AS SELECT * FROM adult (15 columns, default threads: parallel batches); "
           "optimal*: ARX's 8 QIs, education with its ARX tree, 0 % suppression)")
+    print("\nthe statement's wall time split, ms (medians of each stage): before the run = parse, "
+          "bind (__kanon_sql), plan; anonymize() = kanon_runs.elapsed_s; after it = the run "
+          "record and losses; per-row values = rows_arrow; DuckDB = second read, pairing, guard, "
+          "write")
+    stages = ("before", "inner", "record", "publish", "duckdb")
+    print(f"{'algo':<10}" + "".join(f"{name:>15}" for name in
+                                   ("before the run", "anonymize()", "after it", "per-row values",
+                                    "DuckDB")) + f"{'statement':>12}")
+    for algo, r in splits.items():
+        print(f"{algo:<10}" + "".join(f"{r[key] * 1e3:>15.1f}" for key in stages)
+              + f"{r['stmt'] * 1e3:>12.1f}")
     if a.cold:
         with tempfile.TemporaryDirectory() as cache:
             r = child(COLD, NUMBA_CACHE_DIR=cache, KANON_DUCKDB_PRELOAD="0")
