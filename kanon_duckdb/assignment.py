@@ -37,28 +37,18 @@ import time
 import numpy as np
 
 from ._numba_config import njit
-from .errors import ConcurrentChangeError, DataError
+from .encoding import key_collision, rows_differ
+from .errors import ConcurrentChangeError
 
 IDLE_S = 600.0
 
 
 @njit
-def _rows_differ(num, num_null, cat, a, b):
-    """True when rows a and b hold different encoded QI tuples."""
-    for j in range(num.shape[1]):
-        if num[a, j] != num[b, j] or num_null[a, j] != num_null[b, j]:
-            return True
-    for j in range(cat.shape[1]):
-        if cat[a, j] != cat[b, j]:
-            return True
-    return False
-
-
-@njit
 def _tuples_differ(skeys, order, num, num_null, cat):
-    """True when two rows with the same key hold different encoded QI tuples (a collision)."""
+    """True when two rows with the same key hold different QI tuples (``rows_differ``: a
+    collision)."""
     for i in range(1, skeys.shape[0]):
-        if skeys[i] == skeys[i - 1] and _rows_differ(num, num_null, cat, order[i], order[i - 1]):
+        if skeys[i] == skeys[i - 1] and rows_differ(num, num_null, cat, order[i], order[i - 1]):
             return True
     return False
 
@@ -119,7 +109,7 @@ def _index_rows(keys, slots, chain, num, num_null, cat):
     """Fill ``slots`` (open addressing, linear probing on the key's low bits: the keys are hashes
     already) with the first position of each distinct key and ``chain[i]`` with the next position
     holding row i's key (-1 at the last). Returns True when two rows with one key hold different
-    encoded QI tuples (a collision; ``num`` with no rows skips the check). O(n)."""
+    QI tuples (``rows_differ``: a collision; ``num`` with no rows skips the check). O(n)."""
     mask = slots.shape[0] - 1
     check = num.shape[0] == keys.shape[0]
     for i in range(keys.shape[0] - 1, -1, -1):  # backwards: every chain ascends
@@ -130,7 +120,7 @@ def _index_rows(keys, slots, chain, num, num_null, cat):
         j = slots[h]
         chain[i] = j
         slots[h] = i
-        if j >= 0 and check and _rows_differ(num, num_null, cat, i, j):
+        if j >= 0 and check and rows_differ(num, num_null, cat, i, j):
             return True
     return False
 
@@ -187,7 +177,7 @@ class Assignment:
         order = np.argsort(keys, kind="stable")
         self.keys = keys[order]
         if _tuples_differ(self.keys, order, data.num, data.num_null, data.cat):
-            _collision()
+            raise key_collision()
         self.classes = np.asarray(ec)[order].astype(np.int32)
         self.counts = np.ascontiguousarray(counts[order], dtype=np.int64)
         self.n = int(self.counts.sum())
@@ -209,12 +199,7 @@ class Assignment:
                        none if data is None else data.num,
                        none.astype(bool) if data is None else data.num_null,
                        none.astype(np.int32) if data is None else data.cat):
-            _collision()
-
-
-def _collision():
-    raise DataError("two different QI tuples share one 64-bit row key; this is very rare: "
-                    "please report it (anonymizing a copy with one more column avoids it)")
+            raise key_collision()
 
 
 class Pass:

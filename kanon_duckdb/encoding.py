@@ -154,12 +154,35 @@ def read_row_keys(con, plan: QIPlan) -> np.ndarray:
 
 
 @njit
+def rows_differ(num, num_null, cat, a, b):
+    """True when rows ``a`` and ``b`` of encoded QIs (``QIData.num``/``num_null``/``cat``) hold
+    different QI tuples: a NULL numeric coordinate equals another NULL by its flag alone (the
+    coordinate under it is a sentinel, not a value), a non-NULL one equals the same coordinate,
+    a categorical code the same code. The one rule for rows that share a row key
+    (``row_key_sql``): ``group_rows`` and ``assignment.Assignment`` refuse such rows as a
+    collision (``key_collision``) when it says they differ. O(d)."""
+    for j in range(num.shape[1]):
+        if num_null[a, j] != num_null[b, j] or (not num_null[a, j] and num[a, j] != num[b, j]):
+            return True
+    for j in range(cat.shape[1]):
+        if cat[a, j] != cat[b, j]:
+            return True
+    return False
+
+
+def key_collision() -> DataError:
+    """The error for two different QI tuples (``rows_differ``) with one 64-bit row key."""
+    return DataError("two different QI tuples share one 64-bit row key; this is very rare: "
+                     "please report it (anonymizing a copy with one more column avoids it)")
+
+
+@njit
 def _group_keys(keys, num, num_null, cat, slots, tuple_of, first, counts):
     """Number the distinct row keys in order of first appearance: ``tuple_of[i]`` the number of
     row i's key, ``first[t]`` the first row of number t, ``counts[t]`` its rows (open
     addressing on the key's low bits: the keys are hashes already). Returns the count of
-    numbers, or -1 when two rows with one key hold different encoded QI tuples (a NULL
-    coordinate compares by its flag alone). O(n)."""
+    numbers, or -1 when two rows with one key hold different QI tuples (``rows_differ``).
+    O(n)."""
     mask = slots.shape[0] - 1
     t = 0
     for i in range(keys.shape[0]):
@@ -176,13 +199,8 @@ def _group_keys(keys, num, num_null, cat, slots, tuple_of, first, counts):
                 break
             f = first[s]
             if keys[f] == key:
-                for j in range(num.shape[1]):
-                    if num_null[i, j] != num_null[f, j] or (not num_null[i, j]
-                                                            and num[i, j] != num[f, j]):
-                        return -1
-                for j in range(cat.shape[1]):
-                    if cat[i, j] != cat[f, j]:
-                        return -1
+                if rows_differ(num, num_null, cat, i, f):
+                    return -1
                 counts[s] += 1
                 tuple_of[i] = s
                 break
@@ -195,8 +213,8 @@ def group_rows(keys: np.ndarray, data: QIData) -> tuple:
     distinct tuples, QIData of the distinct tuples in order of first appearance with their row
     counts in ``counts``, int64 (n,) each row's tuple number). The same tuples, codecs and
     trees as ``encode(histogram=True)`` reads through DuckDB's GROUP BY (rows with one key are
-    one tuple; two different encoded tuples with one key are refused as a collision, DataError,
-    as ``assignment.Assignment`` refuses them), so a full-domain run on it publishes the same
+    one tuple; two different tuples with one key, ``rows_differ``, are refused as a collision,
+    DataError, as ``assignment.Assignment`` refuses them), so a full-domain run on it publishes the same
     classes, and each row's class is its tuple's. O(n·d)."""
     from dataclasses import replace
     if data.counts is not None or data.extra:
@@ -209,8 +227,7 @@ def group_rows(keys: np.ndarray, data: QIData) -> tuple:
     counts = np.empty(n, dtype=np.int64)
     t = _group_keys(keys, data.num, data.num_null, data.cat, slots, tuple_of, first, counts)
     if t < 0:
-        raise DataError("two different QI tuples share one 64-bit row key; this is very rare: "
-                        "please report it (anonymizing a copy with one more column avoids it)")
+        raise key_collision()
     first = first[:t]
     hist = replace(data, n=t, num=data.num[first], num_null=data.num_null[first],
                    cat=data.cat[first], counts=counts[:t].copy(),

@@ -105,3 +105,43 @@ def test_a_collision_is_refused():
     assert tuple_of.tolist() == [0, 1, 0]
     with pytest.raises(DataError, match="share one 64-bit row key"):
         group_rows(np.array([5, 5, 9], dtype=np.uint64), data)  # rows 0 and 1 differ
+
+
+@pytest.mark.parametrize("first, second, differ", [
+    ((2.0, False, 1), (2.0, False, 1), False),   # the same tuple
+    ((-9.0, True, 1), (-7.0, True, 1), False),   # NULL equals NULL by its flag, whatever lies under it
+    ((2.0, False, 1), (3.0, False, 1), True),    # another number
+    ((2.0, False, 1), (2.0, True, 1), True),     # a number and a NULL over the same coordinate
+    ((2.0, False, 1), (2.0, False, 0), True),    # another category
+])
+def test_rows_sharing_a_key_are_one_tuple_by_one_rule(first, second, differ):
+    """``encoding.rows_differ`` is the one rule for two rows with one row key: the grouping of
+    rows read in order (``group_rows``) and the row -> class assignment (per-row and histogram
+    runs) refuse the pair as a collision exactly when it says the tuples differ."""
+    from types import SimpleNamespace
+    from kanon_duckdb.assignment import Assignment
+    from kanon_duckdb.encoding import rows_differ
+    num = np.array([[first[0]], [second[0]]])
+    num_null = np.array([[first[1]], [second[1]]])
+    cat = np.array([[first[2]], [second[2]]], dtype=np.int32)
+    assert rows_differ(num, num_null, cat, 0, 1) is differ
+    data = kanon_duckdb.qidata.QIData(2, num, num_null, np.zeros(1), np.ones(1),
+                                      np.ones(1, dtype=bool), cat, [], ["a"], ["c"])
+    keys = np.array([5, 5], dtype=np.uint64)
+    refusals = []
+    for build in (lambda: group_rows(keys, data),
+                  lambda: Assignment(keys, np.array([0, 0]), data),
+                  lambda: Assignment(keys, np.array([0, 0]),
+                                     SimpleNamespace(num=num, num_null=num_null, cat=cat,
+                                                     counts=np.array([3, 4])))):
+        try:
+            build()
+            refusals.append(False)
+        except DataError as exc:
+            assert "share one 64-bit row key" in str(exc)
+            refusals.append(True)
+    assert refusals == [differ] * 3
+    if not differ:
+        keys_out, grouped, tuple_of = group_rows(keys, data)
+        assert keys_out.tolist() == [5] and grouped.counts.tolist() == [2]
+        assert tuple_of.tolist() == [0, 0]
