@@ -20,7 +20,9 @@ Three sections, each measured in fresh processes of this interpreter:
    plan); the same output fetched to Python (``fetchall``) next to ``SELECT * FROM adult``
    fetched the same way; and the statement's wall time split into its stages (before the run:
    parse, bind, plan; ``anonymize()``; the run record; the per-row values; DuckDB's second
-   read, pairing, guard and write), from clock marks around the run and the per-row values.
+   read, pairing, guard and write), from clock marks around the run and the per-row values;
+   DuckDB's side alone (CPU): the statement's text with the run's per-row values from a cache,
+   whole, without the change guard, and counted instead of written.
 3. ``--cold``: the demo's default path (``run_demo(ks=[10])``: mondrian, Adult, the SQL metrics)
    in a process whose numba cache is an empty directory (``NUMBA_CACHE_DIR``), wall and CPU.
 
@@ -132,6 +134,36 @@ for _ in range(repeat):
     anonymize(con, "adult", k=10, algo=algo, qi=qi, record=False)
     cpu.append(clock()[1] - c)
 rows["inner_cpu"] = cpu
+# DuckDB's side alone: the statement's own text with the run's per-row values handed back from
+# a cache (no run, no bind-time UDF), whole, without the guard's filter, and counted (no write)
+import re
+import kanon_duckdb.output_sql as output_sql
+seen = {}
+positional, publish = output_sql.positional_sql, udfs_anonymize.rows_arrow
+def keep_text(plan, expr):
+    seen["text"], seen["expr"] = positional(plan, expr), expr
+    return seen["text"]
+def keep_rows(*a, **kw):
+    seen["rows"] = publish(*a, **kw)
+    return seen["rows"]
+output_sql.positional_sql, udfs_anonymize.rows_arrow = keep_text, keep_rows
+con.execute(ctas)
+if "rows" in seen:
+    con.create_function("__bench_rows", lambda x: seen["rows"], [con.sqltype("BIGINT")],
+                        con.sqltype(udfs_anonymize.ROWS_TYPE), type="arrow", side_effects=True)
+    cached = seen["text"].replace(seen["expr"], "__bench_rows(1)")
+    unguarded = re.sub(r"\nWHERE CASE .*$", "", cached, flags=re.S)
+    variants = {"cached": "CREATE OR REPLACE TABLE o AS " + cached,
+                "unguarded": "CREATE OR REPLACE TABLE o AS " + unguarded,
+                "counted": "SELECT count(*) FROM (" + unguarded + ")"}
+    for name, q in variants.items():
+        con.execute(q).fetchall()
+        cpu = []
+        for _ in range(repeat):
+            _w, c = clock()
+            con.execute(q).fetchall()
+            cpu.append(clock()[1] - c)
+        rows[name + "_cpu"] = cpu
 print(json.dumps({k: statistics.median(v) for k, v in rows.items()}))
 con.close()
 """
@@ -205,6 +237,14 @@ def main(argv=None):
     for algo, r in splits.items():
         print(f"{algo:<10}" + "".join(f"{r[key] * 1e3:>15.1f}" for key in stages)
               + f"{r['stmt'] * 1e3:>12.1f}")
+    print("\nDuckDB's side alone, CPU ms: the statement's text with the run's per-row values from a "
+          "cache (no run); without the guard; counted instead of written (no guard, no write); "
+          "the write alone as above")
+    print(f"{'algo':<10}{'cached':>10}{'unguarded':>11}{'counted':>9}{'write':>8}")
+    for algo, r in splits.items():
+        if "cached_cpu" in r:
+            print(f"{algo:<10}{r['cached_cpu'] * 1e3:>10.1f}{r['unguarded_cpu'] * 1e3:>11.1f}"
+                  f"{r['counted_cpu'] * 1e3:>9.1f}{r['write_cpu'] * 1e3:>8.1f}")
     if a.cold:
         with tempfile.TemporaryDirectory() as cache:
             r = child(COLD, NUMBA_CACHE_DIR=cache, KANON_DUCKDB_PRELOAD="0")
