@@ -389,3 +389,26 @@ def test_rewriter_reads_the_run_through_published_layout():
             con.execute(q.format("mixed")).fetchall()
     finally:
         con.close()
+
+
+def test_suppressed_row_spreads_over_the_datas_range_not_the_published_one():
+    """A suppressed row (NULL range, "any value") is read as the run's recorded data range
+    (kanon_runs.num_lo/num_hi, 30..99), not min(age_min)..max(age_max) of the published rows
+    (30..40), which leaves out the suppressed outlier's own value (99)."""
+    c = kanon_duckdb.connect()
+    try:
+        c.execute("CREATE TABLE p AS SELECT * FROM (VALUES " + ", ".join(["(30, 'M')"] * 5 + ["(40, 'M')"] * 5)
+                  + ", (99, 'F')) v(age, sex)")
+        for algo in ("optimal", "mondrian"):
+            c.execute(f"CREATE OR REPLACE TABLE o AS FROM k_anonymize('p', k := 5, algo := '{algo}', "
+                      "qi := ['age', 'sex'], max_suppression := 0.1)")
+            assert c.execute("SELECT count(*) FROM o WHERE suppressed AND age_min IS NULL").fetchall() == [(1,)]
+            # the suppressed row: ages 51..99 of 30..99 = 49/70; the published classes 0
+            rows = c.execute("FROM query_error('SELECT count(*) FROM p WHERE age > 50', 'p', 'o')").fetchall()
+            assert rows == [(1, pytest.approx(49 / 70), pytest.approx(21 / 70))]
+            by_age = {r[0]: r[1:3] for r in c.execute(
+                "FROM query_error('SELECT age, count(*) FROM p GROUP BY age', 'p', 'o')").fetchall()}
+            assert by_age[99] == (1, pytest.approx(1 / 70))
+            assert by_age[30] == (5, pytest.approx(5 + 1 / 70))
+    finally:
+        c.close()

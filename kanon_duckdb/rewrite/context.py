@@ -8,8 +8,11 @@ a database:
   columns ``c`` with both ``c_min`` and ``c_max``, categorical QIs the columns with a tree in
   ``kanon_taxonomy``.
 - Numeric QI ``c``: global range ``min(c_min) .. max(c_max)`` over the anonymized table (a NULL
-  bound means "any value" and is read as that range); integer-valued when the raw column (else
-  ``c_min``) has an integer type.
+  bound means "any value" and is read as that range); when the table has NULL bounds (suppressed
+  rows, classes holding a NULL) and its run recorded the data's range (``kanon_runs.num_lo`` /
+  ``num_hi``, finite), the range is widened to cover it: a suppressed row's value may lie outside
+  every published range (an outlier is what suppression removes). Integer-valued when the raw
+  column (else ``c_min``) has an integer type.
 - Categorical QI ``c``: the tree its run used (``kanon_runs.qi_trees``; without a run record, the
   tree ``taxonomy.store.resolve_tree_attr`` picks for the raw table, else the anonymized one), or
   the implicit flat tree ``value -> '*'`` over the raw table's distinct values.
@@ -21,6 +24,7 @@ TEMP tables or uncommitted changes.
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
@@ -195,14 +199,18 @@ def table_exists(cur, name: str) -> bool:
 
 
 def qi_from_run(cur, anon_table: str):
-    """(numeric, categorical) lower-case QI names and {QI: tree attr} from the run record
-    (``published.recorded_layout``), or None without one."""
+    """(numeric, categorical) lower-case QI names, {QI: tree attr} and {numeric QI: (lo, hi)}, the
+    data's finite global ranges the run recorded (``kanon_runs.num_lo`` / ``num_hi``), from the
+    run record (``published.recorded_layout``), or None without one."""
     layout = recorded_layout(cur, anon_table)
     if layout is None:
         return None
     trees = {q.lower(): a for q, a in zip(layout.cat_qi, layout.cat_trees) if a is not None}
+    ranges = {q.lower(): (lo, hi) for q, lo, hi in zip(layout.num_qi, layout.num_lo or [],
+                                                       layout.num_hi or [])
+              if lo is not None and hi is not None and math.isfinite(lo) and math.isfinite(hi)}
     return (frozenset(q.lower() for q in layout.num_qi),
-            frozenset(q.lower() for q in layout.cat_qi), trees)
+            frozenset(q.lower() for q in layout.cat_qi), trees, ranges)
 
 
 def qi_fallback(cur, anon_cols: dict):
@@ -241,12 +249,13 @@ def resolve_context(con, anon_table: str, raw_table: str | None = None, columns=
                 if raw_required:
                     raise
         recorded = qi_from_run(cur, anon)  # the relation resolved above
+        ranges = {}
         if recorded is not None:
-            numeric_qi, categorical_qi, trees = recorded
+            numeric_qi, categorical_qi, trees, ranges = recorded
         else:
             numeric_qi, categorical_qi = qi_fallback(cur, anon_cols)
         need = set(columns) if columns is not None else set(numeric_qi) | set(categorical_qi)
-        numeric = _load_numeric(cur, anon, anon_cols, raw, raw_cols, sorted(numeric_qi & need))
+        numeric = _load_numeric(cur, anon, anon_cols, raw, raw_cols, sorted(numeric_qi & need), ranges)
         if recorded is None:
             trees = _resolved_tree_attrs(cur, anon, anon_cols, raw, sorted(categorical_qi & need))
         categorical = {q: _load_categorical(cur, q, anon, anon_cols, raw, raw_cols, trees.get(q))
@@ -256,7 +265,9 @@ def resolve_context(con, anon_table: str, raw_table: str | None = None, columns=
     return RewriteContext(anon, raw, numeric_qi, categorical_qi, numeric, categorical)
 
 
-def _load_numeric(cur, anon, anon_cols, raw, raw_cols, names) -> dict:
+def _load_numeric(cur, anon, anon_cols, raw, raw_cols, names, recorded=None) -> dict:
+    """{QI: NumericQI} for the numeric QIs ``names``; ``recorded``: the run's data ranges
+    (``qi_from_run``), which widen the global range of a QI with NULL bounds."""
     if not names:
         return {}
     parts = []
@@ -283,6 +294,11 @@ def _load_numeric(cur, anon, anon_cols, raw, raw_cols, names) -> dict:
         except (TypeError, ValueError):
             raise UnsupportedQueryError(
                 f"numeric QI '{q}' has type {lo_type}; only numeric ranges can be estimated") from None
+        if has_null and q in (recorded or {}):  # a NULL range also covers values outside every range
+            rlo, rhi = (Fraction(x) for x in recorded[q])
+            if is_integer_type(src_type):  # num_lo/num_hi are doubles: round outward to integers
+                rlo, rhi = Fraction(math.floor(rlo)), Fraction(math.ceil(rhi))
+            gmin, gmax = min(gmin, rlo), max(gmax, rhi)
         out[q] = NumericQI(name, lo_name, hi_name, gmin, gmax, is_integer_type(src_type), bool(has_null),
                            wide_bound_type(lo_type, gmin, gmax))
     return out
