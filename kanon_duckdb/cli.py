@@ -123,6 +123,9 @@ def run_anonymize(args) -> int:
     if out_fmt is not None and _same_file(inp, out) and not args.replace:
         raise CliError(f"OUTPUT {out} is the INPUT file: choose another output (or pass --replace "
                        f"to overwrite the input once the run has succeeded)")
+    if out_fmt is not None and os.path.exists(out) and not args.replace:
+        raise CliError(f"OUTPUT {out} already exists: choose another output, or pass --replace "
+                       f"to replace it once the run has succeeded")
     if in_is_db and out_fmt is None:
         if args.db and os.path.abspath(args.db) != os.path.abspath(inp):
             raise CliError("a table OUTPUT of a DuckDB INPUT is written to INPUT: omit --db")

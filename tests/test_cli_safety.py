@@ -68,6 +68,7 @@ def test_duckdb_input_trees_do_not_accumulate_in_db(tmp_path, capsys):
     assert con.execute("SELECT count(*) FROM kanon_taxonomy WHERE attr = 'dept'").fetchone()[0] == 5
     con.execute("UPDATE kanon_taxonomy SET parent = '*' WHERE child = 'a'")
     con.close()
+    args[-1] = str(tmp_path / "o3.parquet")  # a new output: only the tree differs
     assert cli.main(args) == 1  # a different tree under the same name: refused
     assert "differs" in capsys.readouterr().err
     assert cli.main(args + ["--replace"]) == 0
@@ -90,6 +91,25 @@ def test_output_equal_to_input_is_refused_without_replace(tmp_path, capsys):
                      "--replace"]) == 0
     rows = _rows(src)
     assert len(rows) == 30 and "age_min" in rows[0]  # replaced by the complete output
+
+
+def test_an_existing_output_file_is_kept_without_replace(tmp_path, capsys):
+    """--help: --replace "replace[s] an existing OUTPUT table or file"; without it an existing
+    output file stays byte for byte (it was overwritten silently) and nothing runs."""
+    src = tmp_path / "p.csv"
+    _write_csv(src, 30)
+    for name in ("out.parquet", "out.csv"):
+        out = tmp_path / name
+        out.write_bytes(b"precious")
+        rc = cli.main(["anonymize", str(src), "--k", "3", "--qi", "age", "--out", str(out)])
+        err = capsys.readouterr().err
+        assert rc == 1 and "already exists" in err and "--replace" in err
+        assert out.read_bytes() == b"precious"
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["p.csv", name] + (
+            ["out.parquet"] if name == "out.csv" else []))
+        assert cli.main(["anonymize", str(src), "--k", "3", "--qi", "age", "--out", str(out),
+                         "--replace"]) == 0
+        assert out.read_bytes() != b"precious"
 
 
 def test_csv_pass_through_columns_keep_their_text(tmp_path, capsys):
@@ -131,7 +151,7 @@ def test_hierarchy_on_a_numeric_column_makes_it_categorical(tmp_path, capsys):
     allowed = {str(z) for z in zips} | {f"{str(z)[:4]}*" for z in zips} | {"*"}
     assert labels <= allowed
     rc = cli.main(["anonymize", str(src), "--k", "3", "--qi", "age,zip", "--hierarchy", f"zip={h}",
-                   "--numeric", "zip", "--out", str(dst)])
+                   "--numeric", "zip", "--out", str(tmp_path / "o2.parquet")])
     assert rc == 1 and "--numeric" in capsys.readouterr().err
 
 
