@@ -412,3 +412,21 @@ def test_suppressed_row_spreads_over_the_datas_range_not_the_published_one():
             assert by_age[30] == (5, pytest.approx(5 + 1 / 70))
     finally:
         c.close()
+
+
+def test_group_by_a_categorical_qi_keeps_the_rows_of_a_null_class():
+    """NULL policy: a class of NULLs only keeps NULL, so a published NULL label covers the raw NULL
+    value exactly. GROUP BY that QI gives the raw NULL group those rows (weight 1); they were
+    dropped (NULL estimate, the estimate's total short of N by the NULL rows)."""
+    c = kanon_duckdb.connect()
+    try:
+        c.execute("CREATE TABLE p AS SELECT i AS id, CASE WHEN i < 4 THEN NULL ELSE ['a', 'b'][1 + i % 2] END "
+                  "AS cat FROM range(12) r(i)")
+        c.execute("CREATE TABLE o AS FROM k_anonymize('p', k := 4, qi := ['cat'])")
+        assert c.execute("SELECT cat, count(*) FROM o GROUP BY ALL ORDER BY ALL").fetchall() == \
+            [("a", 4), ("b", 4), (None, 4)]
+        rows = c.execute("FROM query_error('SELECT cat, count(*) FROM p GROUP BY cat', 'p', 'o') "
+                         "ORDER BY cat").fetchall()
+        assert rows == [("a", 4, 4.0, 0.0), ("b", 4, 4.0, 0.0), (None, 4, 4.0, 0.0)]
+    finally:
+        c.close()
