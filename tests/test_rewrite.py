@@ -430,3 +430,24 @@ def test_group_by_a_categorical_qi_keeps_the_rows_of_a_null_class():
         assert rows == [("a", 4, 4.0, 0.0), ("b", 4, 4.0, 0.0), (None, 4, 4.0, 0.0)]
     finally:
         c.close()
+
+
+@pytest.mark.parametrize("where, raw", [("cat IN ('a', 'b')", 8), ("cat <> 'zz'", 8),
+                                        ("cat = 'a' OR cat <> 'a'", 8), ("cat IN ('a', 'b') AND id < 6", 2)])
+def test_a_predicate_on_every_leaf_does_not_select_a_null_label(where, raw):
+    """A predicate selecting every leaf of the tree folded to the constant 1, so rows of a NULL
+    class (published label NULL, their raw values NULL, which no comparison selects) counted as
+    matching: 12 instead of 8. Query-error SQL and the workload evaluator agree on it."""
+    from kanon_duckdb.rewrite.workload import workload_errors
+    c = kanon_duckdb.connect()
+    try:
+        c.execute("CREATE TABLE p AS SELECT i AS id, CASE WHEN i < 4 THEN NULL ELSE ['a', 'b'][1 + i % 2] END "
+                  "AS cat FROM range(12) r(i)")
+        c.execute("CREATE TABLE o AS FROM k_anonymize('p', k := 4, qi := ['cat'])")
+        q = f"SELECT count(*) FROM p WHERE {where}"
+        rows = c.execute("FROM query_error(?, 'p', 'o')", [q]).fetchall()
+        assert rows == [(raw, float(raw), 0.0)]
+        c.execute("CREATE TABLE w AS SELECT 1 AS qid, ? AS sql", [q])
+        assert workload_errors(c, "w", "p", "o") == [(1, raw, float(raw))]
+    finally:
+        c.close()

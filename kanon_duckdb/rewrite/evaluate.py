@@ -127,7 +127,7 @@ class ArrayAlgebra:
         ids = self.s.categorical[attr]
         table = np.zeros(q.taxonomy.n_nodes + 1)  # last slot: NULL / label outside the tree
         if values and values >= q.leaf_set:
-            table[:] = 1.0  # the SQL folds to the constant 1
+            table[:-1] = 1.0  # the SQL: 1 unless the label is NULL (the last slot)
         elif values:
             for u, _, hit, total in node_hits(q, values):
                 table[u] = hit / total
