@@ -112,6 +112,41 @@ def test_an_existing_output_file_is_kept_without_replace(tmp_path, capsys):
         assert out.read_bytes() != b"precious"
 
 
+def test_a_failed_run_leaves_the_db_as_it_was_and_can_be_rerun(tmp_path, capsys):
+    """A run that fails (a QI typo) wrote the loaded input table, kanon_runs and kanon_taxonomy
+    into --db FILE before failing, so the corrected command was refused ('table ... already
+    exists'). Now FILE receives the loaded table, the run row and the output in one transaction
+    on success only."""
+    src, db = tmp_path / "p.csv", tmp_path / "w.duckdb"
+    _write_csv(src, 30)
+    duckdb.connect(str(db)).close()  # an existing, empty database
+    for out in ("people_k3", str(tmp_path / "o.parquet")):
+        rc = cli.main(["anonymize", str(src), "--k", "3", "--qi", "age,nope", "--out", out,
+                       "--db", str(db)])
+        assert rc == 1 and "nope" in capsys.readouterr().err
+        con = duckdb.connect(str(db))
+        assert con.execute("SELECT table_name FROM duckdb_tables()").fetchall() == []
+        con.close()
+    assert not (tmp_path / "o.parquet").exists()
+    assert cli.main(["anonymize", str(src), "--k", "3", "--qi", "age,zip", "--out", "people_k3",
+                     "--db", str(db)]) == 0, capsys.readouterr().err
+    con = duckdb.connect(str(db))
+    assert sorted(r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()) == \
+        ["kanon_runs", "kanon_taxonomy", "p", "people_k3"]
+    assert con.execute("SELECT count(*) FROM p").fetchone()[0] == 30
+    assert con.execute("SELECT source FROM kanon_runs").fetchall() == [("p",)]
+    con.close()
+    # the loaded table as OUTPUT: refused without --replace, replaced by the output with it
+    rc = cli.main(["anonymize", str(src), "--k", "3", "--qi", "age", "--out", "q", "--table", "q",
+                   "--db", str(db)])
+    assert rc == 1 and "--replace" in capsys.readouterr().err
+    assert cli.main(["anonymize", str(src), "--k", "3", "--qi", "age", "--out", "q", "--table", "q",
+                     "--db", str(db), "--replace"]) == 0, capsys.readouterr().err
+    con = duckdb.connect(str(db))
+    assert "age_min" in [r[0] for r in con.execute("DESCRIBE q").fetchall()]
+    con.close()
+
+
 def test_csv_pass_through_columns_keep_their_text(tmp_path, capsys):
     src, dst = tmp_path / "p.csv", tmp_path / "o.csv"
     _write_csv(src, 60)
