@@ -451,3 +451,35 @@ def test_a_predicate_on_every_leaf_does_not_select_a_null_label(where, raw):
         assert workload_errors(c, "w", "p", "o") == [(1, raw, float(raw))]
     finally:
         c.close()
+
+
+def test_infinite_bounds_are_read_as_the_finite_global_extremes():
+    """NULL policy: -inf/+inf are values; for NCP an infinite bound counts as the global finite
+    minimum / maximum. The rewriter reads it the same way ([24, inf] as [24, 28.5]); it raised
+    OverflowError ('cannot convert Infinity to integer ratio') on any query of such a table."""
+    c = kanon_duckdb.connect()
+    try:
+        c.execute("CREATE TABLE p AS SELECT i AS id, CASE WHEN i = 0 THEN 'inf'::DOUBLE WHEN i = 1 "
+                  "THEN NULL ELSE i * 1.5 END AS h, ['a', 'b'][1 + i % 2] AS g FROM range(20) r(i)")
+        c.execute("CREATE TABLE o AS FROM k_anonymize('p', k := 3, qi := ['h'])")
+        assert c.execute("SELECT h_min, h_max, count(*) FROM o GROUP BY ALL ORDER BY ALL").fetchall() == [
+            (9.0, 15.0, 5), (16.5, 22.5, 5), (24.0, float("inf"), 5), (None, None, 5)]
+        # [9, 15]: 5/6 of 5 rows; [16.5, 22.5] and [24, inf -> 28.5]: all; NULL: (28.5-10)/(28.5-3)
+        want = 5 * 5 / 6 + 5 + 5 + 5 * 18.5 / 25.5
+        rows = c.execute("FROM query_error('SELECT count(*) FROM p WHERE h > 10', 'p', 'o')").fetchall()
+        assert rows == [(14, pytest.approx(want), pytest.approx(abs(14 - want) / 14))]
+        rows = c.execute("FROM query_error('SELECT count(*) FROM p WHERE h > 25', 'p', 'o')").fetchall()
+        assert rows[0][:2] == (4, pytest.approx(5 * 3.5 / 4.5 + 5 * 3.5 / 25.5))
+        from kanon_duckdb.rewrite.workload import workload_errors  # the array evaluator agrees
+        c.execute("CREATE TABLE w AS FROM (VALUES (1, 'SELECT count(*) FROM p WHERE h > 10'), "
+                  "(2, 'SELECT count(*) FROM p WHERE h > 25')) v(qid, sql)")
+        assert workload_errors(c, "w", "p", "o") == [
+            (1, 14, pytest.approx(want)), (2, 4, pytest.approx(5 * 3.5 / 4.5 + 5 * 3.5 / 25.5))]
+        # the midpoint of [24, inf] is that of [24, 28.5]
+        rows = c.execute("FROM query_error('SELECT sum(h) FROM p WHERE g = ''a''', 'p', 'o')").fetchall()
+        mids = {r[0]: r[1] for r in c.execute(
+            "SELECT id, CASE WHEN h_min IS NULL THEN (3 + 28.5) / 2 ELSE (h_min + least(h_max, 28.5)) / 2 END "
+            "FROM o WHERE g = 'a'").fetchall()}
+        assert rows[0][1] == pytest.approx(sum(mids.values()))
+    finally:
+        c.close()

@@ -11,8 +11,11 @@ a database:
   bound means "any value" and is read as that range); when the table has NULL bounds (suppressed
   rows, classes holding a NULL) and its run recorded the data's range (``kanon_runs.num_lo`` /
   ``num_hi``, finite), the range is widened to cover it: a suppressed row's value may lie outside
-  every published range (an outlier is what suppression removes). Integer-valued when the raw
-  column (else ``c_min``) has an integer type.
+  every published range (an outlier is what suppression removes). A -inf/+inf bound (a class
+  holding an infinite value) reads as the global finite minimum / maximum, as NCP reads it: the
+  range is then that of the finite bounds (and the recorded finite range), and a predicate beyond
+  it selects nothing of such a class. Integer-valued when the raw column (else ``c_min``) has an
+  integer type.
 - Categorical QI ``c``: the tree its run used (``kanon_runs.qi_trees``; without a run record, the
   tree ``taxonomy.store.resolve_tree_attr`` picks for the raw table, else the anonymized one), or
   the implicit flat tree ``value -> '*'`` over the raw table's distinct values.
@@ -30,13 +33,15 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from functools import cached_property
 
+from sqlglot import exp
+
 from ..errors import DataError, UnknownObjectError, UnsupportedQueryError
 from ..published import ADDED_COLUMNS, recorded_layout, wide_bound_type
 from ..relation import Source, resolve_source
 from ..taxonomy import TaxonomyIndex, build_index, flat_index, read_edges
 from ..taxonomy.builders import ROOT as FLAT_ROOT
 from ..taxonomy.store import resolve_tree_attr, taxonomy_attrs
-from .sqlgen import column, quote, widened
+from .sqlgen import column, number, quote, widened
 
 #: Columns the core adds to an anonymized table; never quasi-identifiers.
 INTERNAL_COLUMNS = frozenset(ADDED_COLUMNS)
@@ -51,6 +56,10 @@ _FLOAT_TYPES = frozenset({"FLOAT", "DOUBLE", "REAL"})
 def is_integer_type(sql_type: str) -> bool:
     t = (sql_type or "").upper()
     return t in _INTEGER_TYPES or bool(re.fullmatch(r"DECIMAL\(\d+,\s*0\)", t))
+
+
+def _is_float_type(sql_type: str) -> bool:
+    return (sql_type or "").upper() in _FLOAT_TYPES
 
 
 def is_numeric_type(sql_type: str) -> bool:
@@ -70,12 +79,22 @@ class NumericQI:
     integer: bool
     has_null: bool = False  # some rows have NULL bounds, read as [gmin, gmax]
     widen: str | None = None  # published.wide_bound_type of the bounds: cast before arithmetic
+    has_inf: bool = False  # some bounds are -inf/+inf, read as gmin/gmax (the finite extremes)
 
     def bounds(self, table: str | None = None) -> tuple:
         """(lo_col, hi_col) as sqlglot expressions (of relation alias ``table`` when given),
         widened for arithmetic: the bounds keep the raw column's type, so a TINYINT span
-        ``c_max - c_min + 1`` would overflow in TINYINT."""
-        return tuple(widened(column(c, table), self.widen) for c in (self.lo_col, self.hi_col))
+        ``c_max - c_min + 1`` would overflow in TINYINT. With ``has_inf`` an infinite bound
+        reads as the global finite minimum / maximum, as NCP reads it (NULL stays NULL)."""
+        cols = tuple(widened(column(c, table), self.widen) for c in (self.lo_col, self.hi_col))
+        if not self.has_inf:
+            return cols
+        return tuple(exp.Case(ifs=[exp.If(this=exp.Anonymous(this="isinf", expressions=[c.copy()]),
+                                          true=exp.Case(ifs=[exp.If(this=exp.GT(this=c.copy(),
+                                                                                  expression=number(0)),
+                                                                    true=number(self.gmax))],
+                                                        default=number(self.gmin)))],
+                              default=c.copy()) for c in cols)
 
 
 @dataclass(frozen=True)
@@ -274,10 +293,26 @@ def _load_numeric(cur, anon, anon_cols, raw, raw_cols, names, recorded=None) -> 
     for q in names:
         lo, hi = quote(anon_cols[q + "_min"][0]), quote(anon_cols[q + "_max"][0])
         parts += [f"min({lo})", f"max({hi})", f"bool_or({lo} IS NULL OR {hi} IS NULL)"]
+        if _is_float_type(anon_cols[q + "_min"][1]):  # +-inf bounds: the finite extremes too
+            parts += [f"coalesce(bool_or(isinf({lo}) OR isinf({hi})), false)",
+                      f"least(min({lo}) FILTER (WHERE NOT isinf({lo})), "
+                      f"min({hi}) FILTER (WHERE NOT isinf({hi})))",
+                      f"greatest(max({lo}) FILTER (WHERE NOT isinf({lo})), "
+                      f"max({hi}) FILTER (WHERE NOT isinf({hi})))"]
+        else:
+            parts += ["false", "NULL", "NULL"]
     row = cur.execute(f"SELECT {', '.join(parts)} FROM {table_sql(anon)}").fetchall()[0]
     out = {}
     for i, q in enumerate(names):
-        gmin, gmax, has_null = row[3 * i: 3 * i + 3]
+        gmin, gmax, has_null, has_inf, fmin, fmax = row[6 * i: 6 * i + 6]
+        if has_inf:  # an infinite bound reads as the global finite extreme (NULL policy, NCP)
+            rec = (recorded or {}).get(q, (None, None))
+            fmin = min((x for x in (fmin, rec[0]) if x is not None), default=None)
+            fmax = max((x for x in (fmax, rec[1]) if x is not None), default=None)
+            if fmin is None or fmax is None:
+                raise DataError(f"numeric QI '{q}': every published bound in '{anon.name}' is "
+                                f"infinite or NULL; no finite range to estimate over")
+            gmin, gmax = fmin, fmax
         lo_name, lo_type = anon_cols[q + "_min"]
         hi_name = anon_cols[q + "_max"][0]
         name, src_type = q, lo_type
@@ -300,7 +335,7 @@ def _load_numeric(cur, anon, anon_cols, raw, raw_cols, names, recorded=None) -> 
                 rlo, rhi = Fraction(math.floor(rlo)), Fraction(math.ceil(rhi))
             gmin, gmax = min(gmin, rlo), max(gmax, rhi)
         out[q] = NumericQI(name, lo_name, hi_name, gmin, gmax, is_integer_type(src_type), bool(has_null),
-                           wide_bound_type(lo_type, gmin, gmax))
+                           wide_bound_type(lo_type, gmin, gmax), bool(has_inf))
     return out
 
 
