@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import re
 import subprocess
 import sys
 import time
@@ -171,9 +170,7 @@ def run_anonymize(args) -> int:
                 raise CliError(f"OUTPUT table {out!r} is the table {inp} is loaded into; choose "
                                f"another name (or --table), or pass --replace to keep only the "
                                f"output under that name")
-            # in memory; copied to WORK with the output (_publish_table). The bare name when it
-            # needs no quotes: kanon_runs.source records it as the user would write it
-            target = name if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) else quote_ident(name)
+            target = quote_ident(name)  # in memory; copied to WORK with the output (publish)
             _load_file(con, target, inp, in_fmt, args.qi, args.csv_option or [])
             source = target
             if work_db is not None:

@@ -134,8 +134,13 @@ def test_a_failed_run_leaves_the_db_as_it_was_and_can_be_rerun(tmp_path, capsys)
     assert sorted(r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()) == \
         ["kanon_runs", "kanon_taxonomy", "p", "people_k3"]
     assert con.execute("SELECT count(*) FROM p").fetchone()[0] == 30
-    assert con.execute("SELECT source FROM kanon_runs").fetchall() == [("p",)]
+    assert con.execute("SELECT source FROM kanon_runs").fetchall() == [('"p"',)]
     con.close()
+    reserved = tmp_path / "in.csv"  # a file named like a keyword loads as table "in"
+    _write_csv(reserved, 12)
+    for extra in ([], ["--db", str(db)]):
+        assert cli.main(["anonymize", str(reserved), "--k", "3", "--qi", "age", "--out",
+                         str(tmp_path / f"in{len(extra)}.parquet"), *extra]) == 0, capsys.readouterr().err
     # the loaded table as OUTPUT: refused without --replace, replaced by the output with it
     rc = cli.main(["anonymize", str(src), "--k", "3", "--qi", "age", "--out", "q", "--table", "q",
                    "--db", str(db)])
