@@ -123,6 +123,9 @@ def run_anonymize(args) -> int:
     if out_fmt is not None and _same_file(inp, out) and not args.replace:
         raise CliError(f"OUTPUT {out} is the INPUT file: choose another output (or pass --replace "
                        f"to overwrite the input once the run has succeeded)")
+    if out_fmt is not None and os.path.exists(out) and not args.replace:
+        raise CliError(f"OUTPUT {out} already exists: choose another output, or pass --replace "
+                       f"to replace it once the run has succeeded")
     if in_is_db and out_fmt is None:
         if args.db and os.path.abspath(args.db) != os.path.abspath(inp):
             raise CliError("a table OUTPUT of a DuckDB INPUT is written to INPUT: omit --db")
@@ -142,9 +145,9 @@ def run_anonymize(args) -> int:
     tmp_path = None
     t0 = time.perf_counter()
     try:
-        if work_db is not None:
+        loaded = None  # (in-memory table, name in WORK) of a file INPUT loaded for --db
+        if work_db is not None:  # nothing is written to it before the run succeeded
             con.execute(f"ATTACH {sql_string(work_db)} AS {WORK}")
-            _ensure_kanon_tables(con, WORK)
         if in_is_db and work_db == inp:
             source = _qualified(WORK, args.table)
         elif in_is_db:
@@ -153,17 +156,27 @@ def run_anonymize(args) -> int:
             # the input's taxonomy trees apply (k_anonymize reads kanon_taxonomy of this database)
             if con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = "
                            "'__kanon_input' AND table_name = 'kanon_taxonomy'").fetchall()[0][0]:
+                if work_db is not None:
+                    _ensure_kanon_tables(con, WORK)
                 _merge_input_taxonomy(con, f"{WORK}.main.kanon_taxonomy" if work_db else
                                       "kanon_taxonomy", work_db, args.replace)
         else:
             name = args.table or _table_name_from_path(inp)
-            target = _qualified(WORK, name) if work_db else quote_ident(name)
             if work_db is not None and _table_exists(con, name, WORK) and not args.replace:
                 raise CliError(f"table {name!r} already exists in {work_db}: name the table to "
                                f"load {inp} into with --table, or pass --replace to replace it")
+            if work_db is not None and out_fmt is None and out.lower() == name.lower() \
+                    and not args.replace:
+                raise CliError(f"OUTPUT table {out!r} is the table {inp} is loaded into; choose "
+                               f"another name (or --table), or pass --replace to keep only the "
+                               f"output under that name")
+            target = quote_ident(name)  # in memory; copied to WORK with the output (publish)
             _load_file(con, target, inp, in_fmt, args.qi, args.csv_option or [])
             source = target
-        if work_db is not None:  # the run sees the working database's trees
+            if work_db is not None:
+                loaded = (target, name)
+        if work_db is not None and _table_exists(con, "kanon_taxonomy", WORK):
+            # the run sees the working database's trees
             con.execute(f"INSERT INTO kanon_taxonomy SELECT attr, child, parent "
                         f"FROM {WORK}.main.kanon_taxonomy")
         for attr, path in args.hierarchy or []:
@@ -192,7 +205,7 @@ def run_anonymize(args) -> int:
             gcp = f"n/a ({_error_line(exc)})"
         trees = [attr for attr, _ in (args.hierarchy or [])]
         if out_fmt is None:
-            _publish_table(con, result, out, args.replace, trees)
+            _publish_table(con, result, out, args.replace, trees, loaded)
         else:
             out_dir = os.path.dirname(os.path.abspath(out))
             if not os.path.isdir(out_dir):
@@ -209,7 +222,7 @@ def run_anonymize(args) -> int:
             os.replace(tmp_path, out)
             tmp_path = None
             if work_db is not None:  # the run is recorded in FILE once its output exists
-                _publish_table(con, result, None, False, trees)
+                _publish_table(con, result, None, False, trees, loaded, args.replace)
         summary = [
             ("input", f"{inp}" + (f" (table {args.table})" if in_is_db else "")),
             ("output", out if out_fmt else f"table {out} in {work_db}"),
@@ -261,17 +274,28 @@ def _ensure_kanon_tables(con, db: str) -> None:
         con.execute("USE memory")
 
 
-def _publish_table(con, result: str, out: str | None, replace: bool, trees: list) -> None:
-    """In ONE transaction on WORK: the run's kanon_runs row (renumbered after WORK's runs), the
-    trees loaded with --hierarchy, and (when ``out`` is given) the output table."""
+def _publish_table(con, result: str, out: str | None, replace: bool, trees: list,
+                   loaded: tuple | None = None, replace_loaded: bool | None = None) -> None:
+    """In ONE transaction on WORK: kanon_runs and kanon_taxonomy (created if missing), the file
+    INPUT loaded for the run (``loaded`` = (in-memory table, name); replaced when
+    ``replace_loaded``, default ``replace``; skipped when ``out`` takes its name), the run's
+    kanon_runs row (renumbered after WORK's runs), the trees loaded with --hierarchy, and (when
+    ``out`` is given) the output table. Nothing reaches WORK before this, so a failed run leaves
+    it as it was."""
     from .sqlutil import quote_ident
     (old_id,), = con.execute(f"SELECT any_value(kanon_run) FROM {result}").fetchall()
+    replace_loaded = replace if replace_loaded is None else replace_loaded
     con.execute("BEGIN")
     try:
+        _ensure_kanon_tables(con, WORK)
+        if loaded is not None and not (out is not None and out.lower() == loaded[1].lower()):
+            verb = "CREATE OR REPLACE TABLE" if replace_loaded else "CREATE TABLE"
+            con.execute(f"{verb} {WORK}.main.{quote_ident(loaded[1])} AS FROM {loaded[0]}")
         (new_id,), = con.execute(
             f"SELECT coalesce(max(run_id), 0) + 1 FROM {WORK}.main.kanon_runs").fetchall()
         con.execute(f"INSERT INTO {WORK}.main.kanon_runs BY NAME SELECT * REPLACE "
-                    f"(replace(source, '{WORK}.main.', '') AS source, {int(new_id)} AS run_id) "
+                    f"(replace(replace(source, '{WORK}.main.', ''), '\"{WORK}\".\"main\".', '') AS source, "
+                    f"{int(new_id)} AS run_id) "
                     f"FROM kanon_runs WHERE run_id = ?", [old_id])
         if trees:
             con.execute(f"DELETE FROM {WORK}.main.kanon_taxonomy WHERE attr IN (SELECT unnest(?))",

@@ -120,6 +120,7 @@ def resolve_source(con, name, allow_temp: bool = False) -> Source:
             raise
         quoted, kind, parts, ordered_rows = _file_or_reader(name), None, None, None
         if quoted is None:
+            _refuse_query_text(name)
             raise UnknownObjectError(
                 f"table '{name}' does not exist as a table, view or file kanon-duckdb can see. "
                 f"{NOT_VISIBLE}."
@@ -128,12 +129,34 @@ def resolve_source(con, name, allow_temp: bool = False) -> Source:
         columns = table_columns(con, quoted)
     except Exception as exc:  # a file that does not exist, a reader error
         if kind is None:
+            _refuse_query_text(name)
             raise UnknownObjectError(
                 f"'{name}' is not a table or view, and DuckDB cannot read it as a file: "
                 f"{str(exc).splitlines()[0]}. {NOT_VISIBLE}.") from None
         raise
     return Source(name, quoted, columns, kind or ("function" if quoted[0] != "'" else "file"),
                   parts, ordered_rows)
+
+
+_QUERY_STARTS = ("select", "with", "from", "values", "table", "pivot", "unpivot", "summarize",
+                 "describe", "show")
+
+
+def _is_query_text(name: str) -> bool:
+    """True when ``name`` (neither a catalog entry nor a readable file) reads as a query: it starts
+    with a query keyword, or is a parenthesized one (``(SELECT ...)``). O(len(name))."""
+    text = name.strip().lstrip("(").lstrip()
+    first = text.split(None, 1)[0].lower() if text else ""
+    return first in _QUERY_STARTS and len(text.split(None, 1)) > 1
+
+
+def _refuse_query_text(name: str) -> None:
+    """Raise the error for query text passed where a relation name belongs (else nothing)."""
+    if _is_query_text(name):
+        raise UnknownObjectError(
+            f"'{name}' is a query, not the name of a relation: kanon-duckdb reads a table, view, "
+            f"file or read_* call by name. Make the query a view first: CREATE TEMP VIEW v AS "
+            f"{name.strip()}; then pass 'v'")
 
 
 def _file_or_reader(name: str) -> str | None:

@@ -144,3 +144,18 @@ def test_nan_in_a_double_qi_follows_the_null_policy(con):
     assert bad[0][0] == 0
     # the non-NaN values' ranges are finite (NaN did not leak into a published bound)
     assert con.sql("SELECT count(*) FROM nan_out WHERE isnan(x_min) OR isnan(x_max)").fetchall()[0][0] == 0
+
+
+@pytest.mark.parametrize("text", ["(SELECT * FROM t)", "SELECT * FROM t WHERE a > 1",
+                                  "WITH x AS (FROM t) FROM x", "FROM t"])
+def test_query_text_instead_of_a_relation_name_says_to_make_a_view(con, text):
+    """k_anonymize reads relations by name; query text was reported as a missing table (or an
+    unreadable file) with advice about TEMP tables and registering objects."""
+    sql = "FROM k_anonymize('" + text.replace("'", "''") + "', k := 2, qi := ['a'])"
+    with pytest.raises(duckdb.Error) as err:
+        con.execute(sql).fetchall()
+    message = str(err.value)
+    assert "is a query, not the name of a relation" in message and "CREATE TEMP VIEW" in message
+    assert "con.register" not in message
+    con.execute("CREATE TEMP VIEW v AS " + text)  # the advice works
+    assert con.execute("SELECT min(ec_size) >= 2 FROM k_anonymize('v', k := 2, qi := ['a'])").fetchall() == [(True,)]

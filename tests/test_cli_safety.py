@@ -68,6 +68,7 @@ def test_duckdb_input_trees_do_not_accumulate_in_db(tmp_path, capsys):
     assert con.execute("SELECT count(*) FROM kanon_taxonomy WHERE attr = 'dept'").fetchone()[0] == 5
     con.execute("UPDATE kanon_taxonomy SET parent = '*' WHERE child = 'a'")
     con.close()
+    args[-1] = str(tmp_path / "o3.parquet")  # a new output: only the tree differs
     assert cli.main(args) == 1  # a different tree under the same name: refused
     assert "differs" in capsys.readouterr().err
     assert cli.main(args + ["--replace"]) == 0
@@ -90,6 +91,65 @@ def test_output_equal_to_input_is_refused_without_replace(tmp_path, capsys):
                      "--replace"]) == 0
     rows = _rows(src)
     assert len(rows) == 30 and "age_min" in rows[0]  # replaced by the complete output
+
+
+def test_an_existing_output_file_is_kept_without_replace(tmp_path, capsys):
+    """--help: --replace "replace[s] an existing OUTPUT table or file"; without it an existing
+    output file stays byte for byte (it was overwritten silently) and nothing runs."""
+    src = tmp_path / "p.csv"
+    _write_csv(src, 30)
+    for name in ("out.parquet", "out.csv"):
+        out = tmp_path / name
+        out.write_bytes(b"precious")
+        rc = cli.main(["anonymize", str(src), "--k", "3", "--qi", "age", "--out", str(out)])
+        err = capsys.readouterr().err
+        assert rc == 1 and "already exists" in err and "--replace" in err
+        assert out.read_bytes() == b"precious"
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["p.csv", name] + (
+            ["out.parquet"] if name == "out.csv" else []))
+        assert cli.main(["anonymize", str(src), "--k", "3", "--qi", "age", "--out", str(out),
+                         "--replace"]) == 0
+        assert out.read_bytes() != b"precious"
+
+
+def test_a_failed_run_leaves_the_db_as_it_was_and_can_be_rerun(tmp_path, capsys):
+    """A run that fails (a QI typo) wrote the loaded input table, kanon_runs and kanon_taxonomy
+    into --db FILE before failing, so the corrected command was refused ('table ... already
+    exists'). Now FILE receives the loaded table, the run row and the output in one transaction
+    on success only."""
+    src, db = tmp_path / "p.csv", tmp_path / "w.duckdb"
+    _write_csv(src, 30)
+    duckdb.connect(str(db)).close()  # an existing, empty database
+    for out in ("people_k3", str(tmp_path / "o.parquet")):
+        rc = cli.main(["anonymize", str(src), "--k", "3", "--qi", "age,nope", "--out", out,
+                       "--db", str(db)])
+        assert rc == 1 and "nope" in capsys.readouterr().err
+        con = duckdb.connect(str(db))
+        assert con.execute("SELECT table_name FROM duckdb_tables()").fetchall() == []
+        con.close()
+    assert not (tmp_path / "o.parquet").exists()
+    assert cli.main(["anonymize", str(src), "--k", "3", "--qi", "age,zip", "--out", "people_k3",
+                     "--db", str(db)]) == 0, capsys.readouterr().err
+    con = duckdb.connect(str(db))
+    assert sorted(r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()) == \
+        ["kanon_runs", "kanon_taxonomy", "p", "people_k3"]
+    assert con.execute("SELECT count(*) FROM p").fetchone()[0] == 30
+    assert con.execute("SELECT source FROM kanon_runs").fetchall() == [('"p"',)]
+    con.close()
+    reserved = tmp_path / "in.csv"  # a file named like a keyword loads as table "in"
+    _write_csv(reserved, 12)
+    for extra in ([], ["--db", str(db)]):
+        assert cli.main(["anonymize", str(reserved), "--k", "3", "--qi", "age", "--out",
+                         str(tmp_path / f"in{len(extra)}.parquet"), *extra]) == 0, capsys.readouterr().err
+    # the loaded table as OUTPUT: refused without --replace, replaced by the output with it
+    rc = cli.main(["anonymize", str(src), "--k", "3", "--qi", "age", "--out", "q", "--table", "q",
+                   "--db", str(db)])
+    assert rc == 1 and "--replace" in capsys.readouterr().err
+    assert cli.main(["anonymize", str(src), "--k", "3", "--qi", "age", "--out", "q", "--table", "q",
+                     "--db", str(db), "--replace"]) == 0, capsys.readouterr().err
+    con = duckdb.connect(str(db))
+    assert "age_min" in [r[0] for r in con.execute("DESCRIBE q").fetchall()]
+    con.close()
 
 
 def test_csv_pass_through_columns_keep_their_text(tmp_path, capsys):
@@ -131,7 +191,7 @@ def test_hierarchy_on_a_numeric_column_makes_it_categorical(tmp_path, capsys):
     allowed = {str(z) for z in zips} | {f"{str(z)[:4]}*" for z in zips} | {"*"}
     assert labels <= allowed
     rc = cli.main(["anonymize", str(src), "--k", "3", "--qi", "age,zip", "--hierarchy", f"zip={h}",
-                   "--numeric", "zip", "--out", str(dst)])
+                   "--numeric", "zip", "--out", str(tmp_path / "o2.parquet")])
     assert rc == 1 and "--numeric" in capsys.readouterr().err
 
 

@@ -389,3 +389,97 @@ def test_rewriter_reads_the_run_through_published_layout():
             con.execute(q.format("mixed")).fetchall()
     finally:
         con.close()
+
+
+def test_suppressed_row_spreads_over_the_datas_range_not_the_published_one():
+    """A suppressed row (NULL range, "any value") is read as the run's recorded data range
+    (kanon_runs.num_lo/num_hi, 30..99), not min(age_min)..max(age_max) of the published rows
+    (30..40), which leaves out the suppressed outlier's own value (99)."""
+    c = kanon_duckdb.connect()
+    try:
+        c.execute("CREATE TABLE p AS SELECT * FROM (VALUES " + ", ".join(["(30, 'M')"] * 5 + ["(40, 'M')"] * 5)
+                  + ", (99, 'F')) v(age, sex)")
+        for algo in ("optimal", "mondrian"):
+            c.execute(f"CREATE OR REPLACE TABLE o AS FROM k_anonymize('p', k := 5, algo := '{algo}', "
+                      "qi := ['age', 'sex'], max_suppression := 0.1)")
+            assert c.execute("SELECT count(*) FROM o WHERE suppressed AND age_min IS NULL").fetchall() == [(1,)]
+            # the suppressed row: ages 51..99 of 30..99 = 49/70; the published classes 0
+            rows = c.execute("FROM query_error('SELECT count(*) FROM p WHERE age > 50', 'p', 'o')").fetchall()
+            assert rows == [(1, pytest.approx(49 / 70), pytest.approx(21 / 70))]
+            by_age = {r[0]: r[1:3] for r in c.execute(
+                "FROM query_error('SELECT age, count(*) FROM p GROUP BY age', 'p', 'o')").fetchall()}
+            assert by_age[99] == (1, pytest.approx(1 / 70))
+            assert by_age[30] == (5, pytest.approx(5 + 1 / 70))
+    finally:
+        c.close()
+
+
+def test_group_by_a_categorical_qi_keeps_the_rows_of_a_null_class():
+    """NULL policy: a class of NULLs only keeps NULL, so a published NULL label covers the raw NULL
+    value exactly. GROUP BY that QI gives the raw NULL group those rows (weight 1); they were
+    dropped (NULL estimate, the estimate's total short of N by the NULL rows)."""
+    c = kanon_duckdb.connect()
+    try:
+        c.execute("CREATE TABLE p AS SELECT i AS id, CASE WHEN i < 4 THEN NULL ELSE ['a', 'b'][1 + i % 2] END "
+                  "AS cat FROM range(12) r(i)")
+        c.execute("CREATE TABLE o AS FROM k_anonymize('p', k := 4, qi := ['cat'])")
+        assert c.execute("SELECT cat, count(*) FROM o GROUP BY ALL ORDER BY ALL").fetchall() == \
+            [("a", 4), ("b", 4), (None, 4)]
+        rows = c.execute("FROM query_error('SELECT cat, count(*) FROM p GROUP BY cat', 'p', 'o') "
+                         "ORDER BY cat").fetchall()
+        assert rows == [("a", 4, 4.0, 0.0), ("b", 4, 4.0, 0.0), (None, 4, 4.0, 0.0)]
+    finally:
+        c.close()
+
+
+@pytest.mark.parametrize("where, raw", [("cat IN ('a', 'b')", 8), ("cat <> 'zz'", 8),
+                                        ("cat = 'a' OR cat <> 'a'", 8), ("cat IN ('a', 'b') AND id < 6", 2)])
+def test_a_predicate_on_every_leaf_does_not_select_a_null_label(where, raw):
+    """A predicate selecting every leaf of the tree folded to the constant 1, so rows of a NULL
+    class (published label NULL, their raw values NULL, which no comparison selects) counted as
+    matching: 12 instead of 8. Query-error SQL and the workload evaluator agree on it."""
+    from kanon_duckdb.rewrite.workload import workload_errors
+    c = kanon_duckdb.connect()
+    try:
+        c.execute("CREATE TABLE p AS SELECT i AS id, CASE WHEN i < 4 THEN NULL ELSE ['a', 'b'][1 + i % 2] END "
+                  "AS cat FROM range(12) r(i)")
+        c.execute("CREATE TABLE o AS FROM k_anonymize('p', k := 4, qi := ['cat'])")
+        q = f"SELECT count(*) FROM p WHERE {where}"
+        rows = c.execute("FROM query_error(?, 'p', 'o')", [q]).fetchall()
+        assert rows == [(raw, float(raw), 0.0)]
+        c.execute("CREATE TABLE w AS SELECT 1 AS qid, ? AS sql", [q])
+        assert workload_errors(c, "w", "p", "o") == [(1, raw, float(raw))]
+    finally:
+        c.close()
+
+
+def test_infinite_bounds_are_read_as_the_finite_global_extremes():
+    """NULL policy: -inf/+inf are values; for NCP an infinite bound counts as the global finite
+    minimum / maximum. The rewriter reads it the same way ([24, inf] as [24, 28.5]); it raised
+    OverflowError ('cannot convert Infinity to integer ratio') on any query of such a table."""
+    c = kanon_duckdb.connect()
+    try:
+        c.execute("CREATE TABLE p AS SELECT i AS id, CASE WHEN i = 0 THEN 'inf'::DOUBLE WHEN i = 1 "
+                  "THEN NULL ELSE i * 1.5 END AS h, ['a', 'b'][1 + i % 2] AS g FROM range(20) r(i)")
+        c.execute("CREATE TABLE o AS FROM k_anonymize('p', k := 3, qi := ['h'])")
+        assert c.execute("SELECT h_min, h_max, count(*) FROM o GROUP BY ALL ORDER BY ALL").fetchall() == [
+            (9.0, 15.0, 5), (16.5, 22.5, 5), (24.0, float("inf"), 5), (None, None, 5)]
+        # [9, 15]: 5/6 of 5 rows; [16.5, 22.5] and [24, inf -> 28.5]: all; NULL: (28.5-10)/(28.5-3)
+        want = 5 * 5 / 6 + 5 + 5 + 5 * 18.5 / 25.5
+        rows = c.execute("FROM query_error('SELECT count(*) FROM p WHERE h > 10', 'p', 'o')").fetchall()
+        assert rows == [(14, pytest.approx(want), pytest.approx(abs(14 - want) / 14))]
+        rows = c.execute("FROM query_error('SELECT count(*) FROM p WHERE h > 25', 'p', 'o')").fetchall()
+        assert rows[0][:2] == (4, pytest.approx(5 * 3.5 / 4.5 + 5 * 3.5 / 25.5))
+        from kanon_duckdb.rewrite.workload import workload_errors  # the array evaluator agrees
+        c.execute("CREATE TABLE w AS FROM (VALUES (1, 'SELECT count(*) FROM p WHERE h > 10'), "
+                  "(2, 'SELECT count(*) FROM p WHERE h > 25')) v(qid, sql)")
+        assert workload_errors(c, "w", "p", "o") == [
+            (1, 14, pytest.approx(want)), (2, 4, pytest.approx(5 * 3.5 / 4.5 + 5 * 3.5 / 25.5))]
+        # the midpoint of [24, inf] is that of [24, 28.5]
+        rows = c.execute("FROM query_error('SELECT sum(h) FROM p WHERE g = ''a''', 'p', 'o')").fetchall()
+        mids = {r[0]: r[1] for r in c.execute(
+            "SELECT id, CASE WHEN h_min IS NULL THEN (3 + 28.5) / 2 ELSE (h_min + least(h_max, 28.5)) / 2 END "
+            "FROM o WHERE g = 'a'").fetchall()}
+        assert rows[0][1] == pytest.approx(sum(mids.values()))
+    finally:
+        c.close()

@@ -8,8 +8,14 @@ a database:
   columns ``c`` with both ``c_min`` and ``c_max``, categorical QIs the columns with a tree in
   ``kanon_taxonomy``.
 - Numeric QI ``c``: global range ``min(c_min) .. max(c_max)`` over the anonymized table (a NULL
-  bound means "any value" and is read as that range); integer-valued when the raw column (else
-  ``c_min``) has an integer type.
+  bound means "any value" and is read as that range); when the table has NULL bounds (suppressed
+  rows, classes holding a NULL) and its run recorded the data's range (``kanon_runs.num_lo`` /
+  ``num_hi``, finite), the range is widened to cover it: a suppressed row's value may lie outside
+  every published range (an outlier is what suppression removes). A -inf/+inf bound (a class
+  holding an infinite value) reads as the global finite minimum / maximum, as NCP reads it: the
+  range is then that of the finite bounds (and the recorded finite range), and a predicate beyond
+  it selects nothing of such a class. Integer-valued when the raw column (else ``c_min``) has an
+  integer type.
 - Categorical QI ``c``: the tree its run used (``kanon_runs.qi_trees``; without a run record, the
   tree ``taxonomy.store.resolve_tree_attr`` picks for the raw table, else the anonymized one), or
   the implicit flat tree ``value -> '*'`` over the raw table's distinct values.
@@ -21,10 +27,13 @@ TEMP tables or uncommitted changes.
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from functools import cached_property
+
+from sqlglot import exp
 
 from ..errors import DataError, UnknownObjectError, UnsupportedQueryError
 from ..published import ADDED_COLUMNS, recorded_layout, wide_bound_type
@@ -32,7 +41,7 @@ from ..relation import Source, resolve_source
 from ..taxonomy import TaxonomyIndex, build_index, flat_index, read_edges
 from ..taxonomy.builders import ROOT as FLAT_ROOT
 from ..taxonomy.store import resolve_tree_attr, taxonomy_attrs
-from .sqlgen import column, quote, widened
+from .sqlgen import column, number, quote, widened
 
 #: Columns the core adds to an anonymized table; never quasi-identifiers.
 INTERNAL_COLUMNS = frozenset(ADDED_COLUMNS)
@@ -47,6 +56,10 @@ _FLOAT_TYPES = frozenset({"FLOAT", "DOUBLE", "REAL"})
 def is_integer_type(sql_type: str) -> bool:
     t = (sql_type or "").upper()
     return t in _INTEGER_TYPES or bool(re.fullmatch(r"DECIMAL\(\d+,\s*0\)", t))
+
+
+def _is_float_type(sql_type: str) -> bool:
+    return (sql_type or "").upper() in _FLOAT_TYPES
 
 
 def is_numeric_type(sql_type: str) -> bool:
@@ -66,12 +79,22 @@ class NumericQI:
     integer: bool
     has_null: bool = False  # some rows have NULL bounds, read as [gmin, gmax]
     widen: str | None = None  # published.wide_bound_type of the bounds: cast before arithmetic
+    has_inf: bool = False  # some bounds are -inf/+inf, read as gmin/gmax (the finite extremes)
 
     def bounds(self, table: str | None = None) -> tuple:
         """(lo_col, hi_col) as sqlglot expressions (of relation alias ``table`` when given),
         widened for arithmetic: the bounds keep the raw column's type, so a TINYINT span
-        ``c_max - c_min + 1`` would overflow in TINYINT."""
-        return tuple(widened(column(c, table), self.widen) for c in (self.lo_col, self.hi_col))
+        ``c_max - c_min + 1`` would overflow in TINYINT. With ``has_inf`` an infinite bound
+        reads as the global finite minimum / maximum, as NCP reads it (NULL stays NULL)."""
+        cols = tuple(widened(column(c, table), self.widen) for c in (self.lo_col, self.hi_col))
+        if not self.has_inf:
+            return cols
+        return tuple(exp.Case(ifs=[exp.If(this=exp.Anonymous(this="isinf", expressions=[c.copy()]),
+                                          true=exp.Case(ifs=[exp.If(this=exp.GT(this=c.copy(),
+                                                                                  expression=number(0)),
+                                                                    true=number(self.gmax))],
+                                                        default=number(self.gmin)))],
+                              default=c.copy()) for c in cols)
 
 
 @dataclass(frozen=True)
@@ -195,14 +218,18 @@ def table_exists(cur, name: str) -> bool:
 
 
 def qi_from_run(cur, anon_table: str):
-    """(numeric, categorical) lower-case QI names and {QI: tree attr} from the run record
-    (``published.recorded_layout``), or None without one."""
+    """(numeric, categorical) lower-case QI names, {QI: tree attr} and {numeric QI: (lo, hi)}, the
+    data's finite global ranges the run recorded (``kanon_runs.num_lo`` / ``num_hi``), from the
+    run record (``published.recorded_layout``), or None without one."""
     layout = recorded_layout(cur, anon_table)
     if layout is None:
         return None
     trees = {q.lower(): a for q, a in zip(layout.cat_qi, layout.cat_trees) if a is not None}
+    ranges = {q.lower(): (lo, hi) for q, lo, hi in zip(layout.num_qi, layout.num_lo or [],
+                                                       layout.num_hi or [])
+              if lo is not None and hi is not None and math.isfinite(lo) and math.isfinite(hi)}
     return (frozenset(q.lower() for q in layout.num_qi),
-            frozenset(q.lower() for q in layout.cat_qi), trees)
+            frozenset(q.lower() for q in layout.cat_qi), trees, ranges)
 
 
 def qi_fallback(cur, anon_cols: dict):
@@ -241,12 +268,13 @@ def resolve_context(con, anon_table: str, raw_table: str | None = None, columns=
                 if raw_required:
                     raise
         recorded = qi_from_run(cur, anon)  # the relation resolved above
+        ranges = {}
         if recorded is not None:
-            numeric_qi, categorical_qi, trees = recorded
+            numeric_qi, categorical_qi, trees, ranges = recorded
         else:
             numeric_qi, categorical_qi = qi_fallback(cur, anon_cols)
         need = set(columns) if columns is not None else set(numeric_qi) | set(categorical_qi)
-        numeric = _load_numeric(cur, anon, anon_cols, raw, raw_cols, sorted(numeric_qi & need))
+        numeric = _load_numeric(cur, anon, anon_cols, raw, raw_cols, sorted(numeric_qi & need), ranges)
         if recorded is None:
             trees = _resolved_tree_attrs(cur, anon, anon_cols, raw, sorted(categorical_qi & need))
         categorical = {q: _load_categorical(cur, q, anon, anon_cols, raw, raw_cols, trees.get(q))
@@ -256,17 +284,35 @@ def resolve_context(con, anon_table: str, raw_table: str | None = None, columns=
     return RewriteContext(anon, raw, numeric_qi, categorical_qi, numeric, categorical)
 
 
-def _load_numeric(cur, anon, anon_cols, raw, raw_cols, names) -> dict:
+def _load_numeric(cur, anon, anon_cols, raw, raw_cols, names, recorded=None) -> dict:
+    """{QI: NumericQI} for the numeric QIs ``names``; ``recorded``: the run's data ranges
+    (``qi_from_run``), which widen the global range of a QI with NULL bounds."""
     if not names:
         return {}
     parts = []
     for q in names:
         lo, hi = quote(anon_cols[q + "_min"][0]), quote(anon_cols[q + "_max"][0])
         parts += [f"min({lo})", f"max({hi})", f"bool_or({lo} IS NULL OR {hi} IS NULL)"]
+        if _is_float_type(anon_cols[q + "_min"][1]):  # +-inf bounds: the finite extremes too
+            parts += [f"coalesce(bool_or(isinf({lo}) OR isinf({hi})), false)",
+                      f"least(min({lo}) FILTER (WHERE NOT isinf({lo})), "
+                      f"min({hi}) FILTER (WHERE NOT isinf({hi})))",
+                      f"greatest(max({lo}) FILTER (WHERE NOT isinf({lo})), "
+                      f"max({hi}) FILTER (WHERE NOT isinf({hi})))"]
+        else:
+            parts += ["false", "NULL", "NULL"]
     row = cur.execute(f"SELECT {', '.join(parts)} FROM {table_sql(anon)}").fetchall()[0]
     out = {}
     for i, q in enumerate(names):
-        gmin, gmax, has_null = row[3 * i: 3 * i + 3]
+        gmin, gmax, has_null, has_inf, fmin, fmax = row[6 * i: 6 * i + 6]
+        if has_inf:  # an infinite bound reads as the global finite extreme (NULL policy, NCP)
+            rec = (recorded or {}).get(q, (None, None))
+            fmin = min((x for x in (fmin, rec[0]) if x is not None), default=None)
+            fmax = max((x for x in (fmax, rec[1]) if x is not None), default=None)
+            if fmin is None or fmax is None:
+                raise DataError(f"numeric QI '{q}': every published bound in '{anon.name}' is "
+                                f"infinite or NULL; no finite range to estimate over")
+            gmin, gmax = fmin, fmax
         lo_name, lo_type = anon_cols[q + "_min"]
         hi_name = anon_cols[q + "_max"][0]
         name, src_type = q, lo_type
@@ -283,8 +329,13 @@ def _load_numeric(cur, anon, anon_cols, raw, raw_cols, names) -> dict:
         except (TypeError, ValueError):
             raise UnsupportedQueryError(
                 f"numeric QI '{q}' has type {lo_type}; only numeric ranges can be estimated") from None
+        if has_null and q in (recorded or {}):  # a NULL range also covers values outside every range
+            rlo, rhi = (Fraction(x) for x in recorded[q])
+            if is_integer_type(src_type):  # num_lo/num_hi are doubles: round outward to integers
+                rlo, rhi = Fraction(math.floor(rlo)), Fraction(math.ceil(rhi))
+            gmin, gmax = min(gmin, rlo), max(gmax, rhi)
         out[q] = NumericQI(name, lo_name, hi_name, gmin, gmax, is_integer_type(src_type), bool(has_null),
-                           wide_bound_type(lo_type, gmin, gmax))
+                           wide_bound_type(lo_type, gmin, gmax), bool(has_inf))
     return out
 
 

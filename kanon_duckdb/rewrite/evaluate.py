@@ -79,7 +79,11 @@ def load_summary(con, ctx, raw: bool, attrs, exact_exprs, agg_args) -> Summary:
     for i, a in enumerate(attrs):
         if ctx.kind(a) == "numeric":
             lo = _floats(data[f"lo{i}"])
-            numeric[a] = (lo, lo if raw else _floats(data[f"hi{i}"]))
+            hi = lo if raw else _floats(data[f"hi{i}"])
+            q = ctx.numeric[a]
+            if not raw and q.has_inf:  # +-inf bounds read as the finite extremes (NumericQI.bounds)
+                lo, hi = (np.clip(x, float(q.gmin), float(q.gmax)) for x in (lo, hi))
+            numeric[a] = (lo, hi)
         else:
             categorical[a] = _node_ids(data[f"c{i}"], ctx.categorical[a].taxonomy)
     for j, key in enumerate(exact_names):
@@ -127,7 +131,7 @@ class ArrayAlgebra:
         ids = self.s.categorical[attr]
         table = np.zeros(q.taxonomy.n_nodes + 1)  # last slot: NULL / label outside the tree
         if values and values >= q.leaf_set:
-            table[:] = 1.0  # the SQL folds to the constant 1
+            table[:-1] = 1.0  # the SQL: 1 unless the label is NULL (the last slot)
         elif values:
             for u, _, hit, total in node_hits(q, values):
                 table[u] = hit / total

@@ -6,7 +6,8 @@ leaves under the label, a predicate holds for a *fraction* of the row:
 
 - numeric atom on ``c``: |S ∩ [c_min, c_max]| / |[c_min, c_max]| (points for integers, length for
   reals; a range of width 0 is 1 or 0); NULL bounds read as the global range;
-- categorical atom on ``c``: |leaves(label) ∩ S| / |leaves(label)| (a leaf label gives 1 or 0);
+- categorical atom on ``c``: |leaves(label) ∩ S| / |leaves(label)| (a leaf label gives 1 or 0; a
+  NULL label, published by a class of NULLs only, gives 0: no comparison selects NULL);
 - predicates on the same attribute combine exactly (AND = intersection, OR = union, NOT =
   complement) before the fraction is taken;
 - across attributes (independence inside a row): AND multiplies, OR is 1 - (1-p)(1-q)
@@ -501,8 +502,9 @@ def _or(tests):
 def _categorical_fraction(q, leaves: frozenset) -> exp.Expression:
     if not leaves:
         return ZERO.copy()
-    if leaves >= q.leaf_set:
-        return ONE.copy()
+    if leaves >= q.leaf_set:  # every leaf: 1, but a NULL label (a class of NULLs only) holds none
+        return exp.Case(ifs=[exp.If(this=exp.Is(this=column(q.column), expression=exp.Null()),
+                                    true=ZERO.copy())], default=ONE.copy())
     whens = [exp.If(this=string(label), true=ratio(hit, total))
              for _, label, hit, total in node_hits(q, leaves) if hit]
     subject = column(q.column)

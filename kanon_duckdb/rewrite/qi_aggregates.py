@@ -9,8 +9,9 @@ estimate SUM/AVG over numeric QIs and GROUP BY a QI.
   also constrains (the conditional mean inside the published range is not estimated).
 - GROUP BY a QI ``c`` (a bare column; categorical, or integer numeric): each anonymized row is
   spread over the raw values its generalized value covers, with weight 1 / leaves(label) per leaf
-  under its taxonomy label, or 1 / (c_max - c_min + 1) per integer of its range, the same uniform
-  assumption the WHERE estimate makes. The estimate is therefore reported per raw group (leaf or
+  under its taxonomy label (a NULL label, published by a class of NULLs only, covers the raw NULL
+  value: weight 1 on the NULL group), or 1 / (c_max - c_min + 1) per integer of its range (a NULL
+  range, "any value", over the global range), the same uniform assumption the WHERE estimate makes. The estimate is therefore reported per raw group (leaf or
   integer), next to the raw answer of that group; a raw value that no published value covers is
   missing on the estimate side. The spread rows carry ``ctx.weight``, so ``weight_aggregates``
   weights COUNT/SUM/AVG by it (times the WHERE fraction, when there is one).
@@ -72,6 +73,7 @@ def _spread_relation(name: str, ctx, alias: str) -> str:
             under = [leaves[i] for i in range(lo, hi + 1) if leaves[i] is not None]
             for leaf in under:
                 rows.append(f"({_lit(label)}, {_lit(leaf)}, CAST(1 AS DOUBLE) / {len(under)})")
+        rows.append("(NULL, NULL, CAST(1 AS DOUBLE))")  # a NULL label: a class of NULLs only
         return f"(VALUES {', '.join(rows)}) AS {alias}(label, v, p)"
     q = ctx.numeric[name]
     return (f"(SELECT range AS v FROM range({int(q.gmin)}, {int(q.gmax) + 1})) AS {alias}")
@@ -115,7 +117,8 @@ def spread_qi_groups(expression: exp.Expression, ctx) -> exp.Expression:
         rel = _spread_relation(name, ctx, alias)
         if ctx.kind(name) == "categorical":
             q = ctx.categorical[name]
-            joins.append(f"JOIN {rel} ON {alias}.label = __kanon_src.{quote(q.column)}")
+            joins.append(f"JOIN {rel} ON {alias}.label IS NOT DISTINCT FROM "
+                         f"__kanon_src.{quote(q.column)}")
             weights.append(f"{alias}.p")
         else:
             q = ctx.numeric[name]
