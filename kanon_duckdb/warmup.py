@@ -125,9 +125,10 @@ def compile_threaded_grouping(data) -> None:
     size thresholds lowered: the threaded grouping pass over the rows' byte planes
     (``lattice._kernels.group_node_parallel``, from ``checker.PARALLEL_MIN`` distinct tuples:
     the first ``optimal`` at 1M rows compiled it for 13.6 s) and the bucketed grouping
-    (``group_buckets``, from ``checker.BUCKET_MIN`` inputs) over the byte planes and over a
-    cached class table of each level-code dtype, uint16 and int32 (a column with 65,536 values
-    or more). O(rows of data)."""
+    (``group_buckets``, from ``checker.BUCKET_MIN`` inputs) and the direct count of a kept
+    grouping (``group_dense``, key spaces past ``checker.DENSE_KEEP_MAX``)
+    over the byte planes and over a cached class table of each level-code dtype, uint16 and
+    int32 (a column with 65,536 values or more). O(rows of data)."""
     import dataclasses
 
     import numpy as np
@@ -149,6 +150,9 @@ def compile_threaded_grouping(data) -> None:
             keys, skey = np.empty(c, np.int64), np.empty(c, np.int64)
             K.group_buckets(*args, ks, ch.k, ch.limit, ch.cap, 1, keys, skey,
                             np.empty(c, np.int32), 2)
+            K.group_dense(*args, ks, ch.cap, np.zeros((2, ks), np.int64),
+                          np.empty((3, c), np.int64), sp.keyspace(ch.top)[0],
+                          np.zeros(0, dtype))
 
 
 _preload_thread = None

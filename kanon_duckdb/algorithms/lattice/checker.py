@@ -66,7 +66,8 @@ _KEY_BLOCK = 4096  # inputs keyed per block by the grouping kernel
 PARALLEL_MIN = 1 << 18  # encoded rows from which a capped pass over them runs in thread chunks
 BUCKET_MIN = 1 << 15  # inputs from which a stopping grouping runs in hash buckets
 DENSE_STOP_MAX = 1 << 16  # key spaces up to this size: a stopping grouping counts them densely
-DENSE_KEEP_MAX = 1 << 18  # the same for a grouping that keeps its table (dense array in cache)
+DENSE_KEEP_MAX = 1 << 16  # the same for a grouping that keeps its table (dense array in cache)
+KEEP_TABLE_MAX = 1 << 22  # a kept grouping of a key space up to this counts it directly
 BUCKET_ROWS = 1 << 14  # about this many inputs per bucket (its hash table stays in cache)
 
 
@@ -135,6 +136,9 @@ class NodeChecker:
         self._nolut = np.zeros(1, dtype=np.int64)
         self._scratch = None
         self._bscratch = None
+        self._dslots = None
+        self._dscratch = None
+        self._like = np.zeros(0, dtype=space.code_dtype)  # the dtype of the class tables' codes
         self._qi_rows = np.arange(space.d, dtype=np.int64)  # rows of a cached table's kc
         # (a histogram whose tuples each stand for one row, n == t, is read as plain rows: the
         # kernels then skip the counts, 8 bytes per tuple)
@@ -315,6 +319,13 @@ class NodeChecker:
         sp = self.space
         c = self.t if tab is None else tab[0].shape[0]
         ks = sp.keyspace(levels)[1]
+        if (keep_table and DENSE_KEEP_MAX < ks <= min(KEEP_TABLE_MAX, 4 * c)
+                and c >= self.bucket_min and self.n < (1 << 31)):
+            *args, ks, live = self._kernel_args(levels, tab)
+            stopped, rep, cnt, kc = K.group_dense(*args, ks, self.cap, self._slots(ks),
+                                                  self._dense_scratch(min(c, self.cap + 1)),
+                                                  sp.keyspace(levels)[0], self._like)
+            return None if stopped else (rep, cnt, kc)
         if (ks <= (DENSE_KEEP_MAX if keep_table else DENSE_STOP_MAX) or c < self.bucket_min
                 or min(ks, c) > 2 * self.cap):
             rep, cnt, _, kc = self._run_kernels(levels, tab, cap=self.cap)
@@ -335,6 +346,19 @@ class NodeChecker:
         independent) and the chunks of ``group_node_parallel``."""
         import numba
         return max(1, int(numba.get_num_threads()))
+
+    def _slots(self, ks: int):
+        """Counting slots of ``group_dense`` (int64 (threads, >= ks), all 0): allocated on
+        first need and grown to the largest key space so far."""
+        if self._dslots is None or self._dslots.shape[1] < ks:
+            self._dslots = np.zeros((self._threads(), ks), dtype=np.int64)
+        return self._dslots
+
+    def _dense_scratch(self, size: int):
+        """Scratch of ``group_dense`` (int64 (3, >= size)), grown to the largest need so far."""
+        if self._dscratch is None or self._dscratch.shape[1] < size:
+            self._dscratch = np.empty((3, size), dtype=np.int64)
+        return self._dscratch
 
     def _bucket_scratch(self):
         """Scratch of ``group_buckets`` (allocated on first use, t entries each: a cached
