@@ -126,7 +126,7 @@ def compile_threaded_grouping(data) -> None:
     (``lattice._kernels.group_node_parallel``, from ``checker.PARALLEL_MIN`` distinct tuples:
     the first ``optimal`` at 1M rows compiled it for 13.6 s) and the bucketed grouping
     (``group_buckets``, from ``checker.BUCKET_MIN`` inputs) and the direct count of a kept
-    grouping (``group_dense``, key spaces past ``checker.DENSE_KEEP_MAX``)
+    grouping (``group_dense``, up to ``checker.KEEP_TABLE_MAX`` keys)
     over the byte planes and over a cached class table of each level-code dtype, uint16 and
     int32 (a column with 65,536 values or more). O(rows of data)."""
     import dataclasses

@@ -104,7 +104,6 @@ def buckets_everywhere(monkeypatch):
     monkeypatch.setattr(checker, "BUCKET_MIN", 2)
     monkeypatch.setattr(checker, "BUCKET_ROWS", 2)
     monkeypatch.setattr(checker, "DENSE_STOP_MAX", 0)
-    monkeypatch.setattr(checker, "DENSE_KEEP_MAX", 0)
     monkeypatch.setattr(checker, "KEEP_TABLE_MAX", 0)
     calls = []
     real = K.group_buckets
@@ -122,7 +121,6 @@ def test_bucketed_checker_keeps_every_node_result(data, k, ms, loss, rnd):
         mp.setattr(checker, "BUCKET_MIN", 2)
         mp.setattr(checker, "BUCKET_ROWS", 2)
         mp.setattr(checker, "DENSE_STOP_MAX", 0)
-        mp.setattr(checker, "DENSE_KEEP_MAX", 0)
         mp.setattr(checker, "KEEP_TABLE_MAX", 0)
         k = min(k, data.n)
         space = build_space(data)
@@ -353,7 +351,6 @@ def test_dense_kept_tables_keep_every_node_result(data, k, ms, loss, rnd):
     tables it caches serve later roll-ups."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(checker, "BUCKET_MIN", 2)
-        mp.setattr(checker, "DENSE_KEEP_MAX", 0)
         calls = []
         real = K.group_dense
         mp.setattr(K, "group_dense", lambda *a: calls.append(1) or real(*a))
@@ -381,7 +378,6 @@ def test_dense_search_publishes_the_plain_searchs_node(monkeypatch, loss):
     checker that counts every node in full."""
     from test_lattice import two_numeric_one_tree_data
     monkeypatch.setattr(checker, "BUCKET_MIN", 2)
-    monkeypatch.setattr(checker, "DENSE_KEEP_MAX", 0)
     calls = []
     real = K.group_dense
     monkeypatch.setattr(K, "group_dense", lambda *a: calls.append(1) or real(*a))

@@ -36,7 +36,10 @@ at least ``BUCKET_MIN`` inputs over a key space past ``DENSE_STOP_MAX`` run in h
 same table and stop decision as one thread): each bucket's hash table stays in cache, and the
 grouping also stops once the buckets done hold more than ``limit`` rows in classes smaller than
 k (most nodes near the feasibility border suppress 10-100 times the limit), unless
-``check(..., keep_table=True)`` asks for the node's table to cache it. Passes over the encoded tuples read
+``check(..., keep_table=True)`` asks for the node's table to cache it: such a grouping counts
+every key of its key space directly when it is small (``_kernels.group_dense``, up to
+``KEEP_TABLE_MAX`` keys: one memory access per input, the classes' codes decoded from their
+keys). Passes over the encoded tuples read
 the level codes byte by byte (``LatticeSpace.planes``: one byte per row for a level of at most
 256 codes) and a histogram with one row per tuple is read without its counts. Such capped
 passes over at least ``PARALLEL_MIN`` encoded rows run in one chunk per numba thread, merged in
@@ -66,8 +69,7 @@ _KEY_BLOCK = 4096  # inputs keyed per block by the grouping kernel
 PARALLEL_MIN = 1 << 18  # encoded rows from which a capped pass over them runs in thread chunks
 BUCKET_MIN = 1 << 15  # inputs from which a stopping grouping runs in hash buckets
 DENSE_STOP_MAX = 1 << 16  # key spaces up to this size: a stopping grouping counts them densely
-DENSE_KEEP_MAX = 1 << 16  # the same for a grouping that keeps its table (dense array in cache)
-KEEP_TABLE_MAX = 1 << 22  # a kept grouping of a key space up to this counts it directly
+KEEP_TABLE_MAX = 1 << 22  # a grouping that keeps its table counts key spaces up to this directly
 BUCKET_ROWS = 1 << 14  # about this many inputs per bucket (its hash table stays in cache)
 
 
@@ -312,21 +314,24 @@ class NodeChecker:
         stopped because the node is infeasible: more than ``cap`` classes, or (bucketed
         grouping, ``_kernels.group_buckets``, unless ``keep_table``) more than ``limit`` rows
         found in classes smaller than k. Only with ``stop_early``; same tables as
-        ``_run_kernels`` when complete. Key spaces that are small (counted densely: up to
-        ``DENSE_STOP_MAX``, or ``DENSE_KEEP_MAX`` when the table is kept anyway) or far
-        larger than ``cap`` (the plain grouping meets cap + 1 classes after about cap inputs)
-        and short inputs take ``group_node``; the rest run in hash buckets."""
+        ``_run_kernels`` when complete. A grouping that keeps its table anyway, of at least
+        ``bucket_min`` inputs over at most ``KEEP_TABLE_MAX`` keys (and 4 per input), counts
+        each key directly (``_kernels.group_dense``: no early stop on the suppression, which
+        it could not use). Otherwise key spaces that are small (counted densely: up to
+        ``DENSE_STOP_MAX``) or far larger than ``cap`` (the plain grouping meets cap + 1
+        classes after about cap inputs) and short inputs take ``group_node``; the rest run in
+        hash buckets."""
         sp = self.space
         c = self.t if tab is None else tab[0].shape[0]
         ks = sp.keyspace(levels)[1]
-        if (keep_table and DENSE_KEEP_MAX < ks <= min(KEEP_TABLE_MAX, 4 * c)
-                and c >= self.bucket_min and self.n < (1 << 31)):
+        if (keep_table and ks <= min(KEEP_TABLE_MAX, 4 * c) and c >= self.bucket_min
+                and self.n < (1 << 31)):
             *args, ks, live = self._kernel_args(levels, tab)
             stopped, rep, cnt, kc = K.group_dense(*args, ks, self.cap, self._slots(ks),
                                                   self._dense_scratch(min(c, self.cap + 1)),
                                                   sp.keyspace(levels)[0], self._like)
             return None if stopped else (rep, cnt, kc)
-        if (ks <= (DENSE_KEEP_MAX if keep_table else DENSE_STOP_MAX) or c < self.bucket_min
+        if (ks <= DENSE_STOP_MAX or c < self.bucket_min
                 or min(ks, c) > 2 * self.cap):
             rep, cnt, _, kc = self._run_kernels(levels, tab, cap=self.cap)
             return None if rep.shape[0] > self.cap else (rep, cnt, kc)
