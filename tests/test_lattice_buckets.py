@@ -189,6 +189,24 @@ def test_build_space_writes_the_codes_and_their_planes(data):
     assert space.planes.tolist() == code_planes(space.codes, space.mcol)[0].tolist()
 
 
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tables())
+def test_build_space_planes_on_threads_equal_the_serial_ones(data):
+    """Written on numba's threads (any table size once PARALLEL_ROWS is lowered), the byte
+    planes are the serial ones and the reference's."""
+    from kanon_duckdb.algorithms.lattice import levels
+    serial = build_space(data)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(levels, "PARALLEL_ROWS", 0)
+        calls = []
+        real = K.level_codes_parallel
+        mp.setattr(K, "level_codes_parallel", lambda *a: calls.append(1) or real(*a))
+        threaded = build_space(data)
+    assert calls or serial.d == 0
+    assert threaded.planes.tolist() == serial.planes.tolist()
+    assert threaded.planes.tolist() == code_planes(serial.codes, serial.mcol)[0].tolist()
+
+
 def test_build_space_planes_of_wide_levels():
     """Levels of more than 256 and 65,536 codes take two and three bytes per row."""
     from test_lattice import make_data

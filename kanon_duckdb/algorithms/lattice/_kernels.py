@@ -791,24 +791,17 @@ def _low_bit(m):
     return i
 
 
-@njit_parallel
-def level_codes(leaf, lut, lutoff, pstart, pbytes, planes):
-    """Write one QI's level columns as byte planes: for each of its columns i, the code
-    lut[lutoff[i] + leaf[t]] of row t byte by byte, low byte first, in
-    planes[pstart[i] .. pstart[i] + pbytes[i] - 1, t] (pbytes 0: a column with one code,
-    nothing written). leaf int32 (t,) the rows' leaf ordinals (each < the length of every
-    column's part of lut); lut int64 flat. Each plane's bytes per leaf are tabled first (uint8,
-    one small table per plane), then blocks of rows are written on numba's threads: one read
-    of the leaves per block, a gather from a table in cache and a sequential write per plane.
-    O(t · planes + leaves · planes)."""
-    t = leaf.shape[0]
+@njit
+def _plane_tables(lut, lutoff, pstart, pbytes):
+    """(tab uint8 (P, leaves), row int64 (P,)): for each of the P planes of one QI's columns
+    (see ``level_codes``), its byte of every leaf's code and the plane it is written to."""
     n_cols = pstart.shape[0]
     P = 0
     for i in range(n_cols):
         P += pbytes[i]
     nl = lut.shape[0] - lutoff[n_cols - 1] if n_cols > 0 else 0  # leaves: one column's part
     tab = np.empty((P, nl), dtype=np.uint8)
-    row = np.empty(P, dtype=np.int64)  # the plane each table row is written to
+    row = np.empty(P, dtype=np.int64)
     p = 0
     for i in range(n_cols):
         off = lutoff[i]
@@ -818,16 +811,43 @@ def level_codes(leaf, lut, lutoff, pstart, pbytes, planes):
                 tab[p, x] = (lut[off + x] >> sh) & 255
             row[p] = pstart[i] + y
             p += 1
+    return tab, row
+
+
+@njit
+def _plane_block(leaf, tab, row, a, b, planes):
+    """Rows a..b-1 of every plane in ``row``: planes[row[q], s] = tab[q, leaf[s]]."""
+    for q in range(row.shape[0]):
+        py = planes[row[q]]
+        tq = tab[q]
+        for s in range(a, b):
+            py[s] = tq[leaf[s]]
+
+
+@njit
+def level_codes(leaf, lut, lutoff, pstart, pbytes, planes):
+    """Write one QI's level columns as byte planes: for each of its columns i, the code
+    lut[lutoff[i] + leaf[t]] of row t byte by byte, low byte first, in
+    planes[pstart[i] .. pstart[i] + pbytes[i] - 1, t] (pbytes 0: a column with one code,
+    nothing written). leaf int32 (t,) the rows' leaf ordinals (each < the length of every
+    column's part of lut); lut int64 flat. Each plane's bytes per leaf are tabled first (uint8,
+    one small table per plane), then blocks of rows are written: one read of the leaves per
+    block, a gather from a table in cache and a sequential write per plane.
+    O(t · planes + leaves · planes)."""
+    tab, row = _plane_tables(lut, lutoff, pstart, pbytes)
+    t = leaf.shape[0]
+    for a in range(0, t, 16384):
+        _plane_block(leaf, tab, row, a, min(a + 16384, t), planes)
+
+
+@njit_parallel
+def level_codes_parallel(leaf, lut, lutoff, pstart, pbytes, planes):
+    """``level_codes`` with the blocks of rows on numba's threads (the same planes)."""
+    tab, row = _plane_tables(lut, lutoff, pstart, pbytes)
+    t = leaf.shape[0]
     B = 16384
-    nb = (t + B - 1) // B
-    for blk in prange(nb):
-        a = blk * B
-        b = min(a + B, t)
-        for q in range(P):
-            py = planes[row[q]]
-            tq = tab[q]
-            for s in range(a, b):
-                py[s] = tq[leaf[s]]
+    for blk in prange((t + B - 1) // B):
+        _plane_block(leaf, tab, row, blk * B, min(blk * B + B, t), planes)
 
 
 @njit
