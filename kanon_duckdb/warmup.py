@@ -156,8 +156,8 @@ def compile_threaded_grouping(data) -> None:
             keys, skey = np.empty(c, np.int64), np.empty(c, np.int64)
             K.group_buckets(*args, ks, ch.k, ch.limit, ch.cap, 1, keys, skey,
                             np.empty(c, np.int32), 2)
-            K.group_dense(*args, ks, ch.cap, np.zeros((2, ks), np.int64),
-                          np.empty((3, c), np.int64), sp.keyspace(ch.top)[0],
+            K.group_dense(*args, ks, ch.cap, np.zeros((2, ks), np.int32),
+                          np.empty((2, 2, c), np.int64), sp.keyspace(ch.top)[0],
                           np.zeros(0, dtype))
 
 

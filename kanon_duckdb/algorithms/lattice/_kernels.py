@@ -922,9 +922,11 @@ def distinct_integral(col, null, max_range):
 
 
 @njit
-def _dense_chunk(src, cols, lut, lutoff, use_lut, cnt, has_cnt, strides, a0, b0, cap, slots):
-    """Count inputs a0..b0-1 (see ``group_node``) into ``slots`` (int64 (>= keyspace,), all 0):
-    slots[key] = rows << 32 | first input of the key in this range. Returns the keys met, or
+def _dense_chunk(src, cols, lut, lutoff, use_lut, cnt, has_cnt, strides, a0, b0, cap, slots,
+                 new_key, new_first):
+    """Count inputs a0..b0-1 (see ``group_node``) into ``slots`` (int32 (>= keyspace,), all 0:
+    rows per key) and list each key at its first input in this range, in input order:
+    new_key[i] / new_first[i] (int64 (>= min(b0 - a0, cap + 1),)). Returns the keys met, or
     cap + 1 as soon as more than cap are (the range alone has too many classes)."""
     B = 4096
     keybuf = np.empty(B, dtype=np.int64)
@@ -934,53 +936,31 @@ def _dense_chunk(src, cols, lut, lutoff, use_lut, cnt, has_cnt, strides, a0, b0,
         _block_keys(src, cols, lut, lutoff, use_lut, strides, a, b, keybuf)
         for t in range(a, b):
             key = keybuf[t - a]
-            w = cnt[t] if has_cnt else 1
             v = slots[key]
             if v == 0:
-                slots[key] = (w << 32) | t
+                if nk > cap:
+                    return cap + 1
+                new_key[nk] = key
+                new_first[nk] = t
                 nk += 1
-            else:
-                slots[key] = v + (w << 32)
-        if nk > cap:
-            return cap + 1
+            slots[key] = v + (cnt[t] if has_cnt else 1)
     return nk
 
 
 @njit
-def _dense_merge(slots, k0, k1, at, order, meta, write):
-    """Merge keys k0..k1-1 of the threads' counting slots. With ``write`` (and zeroing the
-    slots) the m-th key met becomes class i = at + m (key order): order[i] = its first input
-    << 32 | i, meta[i] = its rows << 32 | key (a class's first input lies in the first thread's
-    range holding its key). Returns the classes met."""
-    low = (np.int64(1) << 32) - 1
-    T = slots.shape[0]
-    m = 0
-    for x in range(k0, k1):
-        f = np.int64(-1)
-        w = np.int64(0)
-        for th in range(T):
-            v = slots[th, x]
-            if v != 0:
-                if f < 0:
-                    f = v & low
-                w += v >> 32
-                if write:
-                    slots[th, x] = 0
-        if f >= 0:
-            if write:
-                order[at + m] = (f << 32) | (at + m)
-                meta[at + m] = (w << 32) | x
-            m += 1
-    return m
-
-
-@njit
-def _key_digits(rest, nstrides, kc):
-    """kc[j, s] = digit j of the mixed-radix key rest[s] < 2^52 (nstrides int64 (d,)
-    increasing from 1); rest is consumed. Most significant digit first, QI by QI, each a float
-    multiply corrected by one step (exact)."""
-    for j in range(nstrides.shape[0] - 1, -1, -1):
+def _key_digits(rest, nstrides, keyspace, kc):
+    """kc[j, s] = digit j of the mixed-radix key rest[s] < keyspace <= 2^52 (nstrides int64
+    (d,) increasing from 1; digit j's radix is nstrides[j + 1] / nstrides[j], keyspace /
+    nstrides[d - 1] for the last); rest is consumed. Most significant digit first, QI by QI,
+    each a float multiply corrected by one step (exact); a digit of radix 1 is 0 without any."""
+    d = nstrides.shape[0]
+    for j in range(d - 1, -1, -1):
         st = nstrides[j]
+        above = nstrides[j + 1] if j + 1 < d else keyspace
+        if above == st:  # one code: every digit 0
+            for s in range(rest.shape[0]):
+                kc[j, s] = 0
+            continue
         inv = 1.0 / st
         for s in range(rest.shape[0]):
             r = rest[s]
@@ -994,28 +974,12 @@ def _key_digits(rest, nstrides, kc):
 
 
 @njit
-def _sort_high(a, b, c):
-    """Sort a (int64, values v << 32 | payload, v distinct in [0, c)) by v: an LSD radix sort
-    of the high halves, 12 bits per pass, b (>= a.shape[0]) scratch. Returns the sorted array
-    (a or b). O(len · passes + 4096 · passes)."""
-    C = a.shape[0]
-    top = 1
-    while (np.int64(1) << top) < c:
-        top += 1
-    shift = 32
-    while shift < 32 + top:
-        hist = np.zeros(4097, dtype=np.int64)
-        for i in range(C):
-            hist[((a[i] >> shift) & 4095) + 1] += 1
-        for r in range(4096):
-            hist[r + 1] += hist[r]
-        for i in range(C):
-            r = (a[i] >> shift) & 4095
-            b[hist[r]] = a[i]
-            hist[r] += 1
-        a, b = b, a
-        shift += 12
-    return a
+def _zero_listed(slots, scratch, nk, cap):
+    """Zero every range's slots of the keys it listed (a range that stopped listed cap + 1 keys
+    and counted no other)."""
+    for th in range(slots.shape[0]):
+        for i in range(min(nk[th], cap + 1)):
+            slots[th, scratch[th, 0, i]] = 0
 
 
 @njit_parallel
@@ -1024,16 +988,17 @@ def group_dense(src, cols, lut, lutoff, use_lut, rep, cnt, identity, strides, ke
     """``group_node`` over a small key space by direct counting, on slots.shape[0] threads.
 
     Same inputs as ``group_node`` (keys < keyspace < 2^32; no hash / dense scratch): the inputs
-    are cut into T = slots.shape[0] contiguous ranges, range th counted in slots[th] (int64
-    (T, >= keyspace), all 0 on entry and exit: rows << 32 | first input, one memory access per
-    input; needs rows < 2^31 and inputs < 2^32); then the threads merge the slots in T ranges
-    of keys into classes in key order, and the classes are put in the order of their first
-    input (a radix sort of C values; scratch int64 (3, >= min(c, cap + 1))); each class's codes
-    are the digits of its key (nstrides int64 (d,): the node's mixed-radix strides, see
-    ``decode_keys``), written in the dtype of ``like``: no access to the inputs. Returns
-    (stopped, rep int32 (C,), cnt int64 (C,), kc (d, C)): when not stopped, exactly
-    ``group_node``'s table with the codes of every QI; stopped (more than ``cap`` classes) with
-    empty arrays. O(c·d / T + keyspace + C·d)."""
+    are cut into T = slots.shape[0] contiguous ranges, range th counted in slots[th] (int32
+    (T, >= keyspace), all 0 on entry and exit: rows per key, one memory access per input; needs
+    rows < 2^31), each range listing its new keys in input order (scratch int64 (T, 2, >=
+    min(ceil(c / T), cap + 1))). The classes, in the order of their first input, are range 0's
+    list, then range 1's keys not met before, ...: each summed over the threads' slots (and
+    zeroed) as it is listed, no sweep of the key space and no sort. Each class's codes are the
+    digits of its key (nstrides int64 (d,): the node's mixed-radix strides, see
+    ``_key_digits``), in the dtype of ``like``: no access to the inputs. Returns (stopped, rep
+    int32 (C,), cnt int64 (C,), kc (d, C)): when not stopped, exactly ``group_node``'s table
+    with the codes of every QI; stopped (more than ``cap`` classes) with empty arrays.
+    O(c·d / T + C·(T + d))."""
     c = src.shape[1] if identity else rep.shape[0]
     T = slots.shape[0]
     d = nstrides.shape[0]
@@ -1041,43 +1006,46 @@ def group_dense(src, cols, lut, lutoff, use_lut, rep, cnt, identity, strides, ke
     nk = np.zeros(T, dtype=np.int64)
     for th in prange(T):
         nk[th] = _dense_chunk(src, cols, lut, lutoff, use_lut, cnt, has_cnt, strides,
-                              th * c // T, (th + 1) * c // T, cap, slots[th])
+                              th * c // T, (th + 1) * c // T, cap, slots[th], scratch[th, 0],
+                              scratch[th, 1])
     stopped = False
+    total = 0
     for th in range(T):
         if nk[th] > cap:
             stopped = True
-    order, meta, spare = scratch[0], scratch[1], scratch[2]
-    got = np.zeros(T + 1, dtype=np.int64)  # classes of each thread's range of keys
-    if not stopped:
-        for th in prange(T):
-            got[th + 1] = _dense_merge(slots, th * keyspace // T, (th + 1) * keyspace // T, 0,
-                                       order, meta, False)
-        for th in range(T):
-            got[th + 1] += got[th]
-        stopped = got[T] > cap
-    if stopped:  # leave the slots all 0
-        for th in prange(T):
-            for x in range(th * keyspace // T, (th + 1) * keyspace // T):
-                for u in range(T):
-                    slots[u, x] = 0
+        total += nk[th]
+    if stopped:
+        _zero_listed(slots, scratch, nk, cap)
         return (True, np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int64),
                 np.empty((d, 0), dtype=like.dtype))
-    for th in prange(T):
-        _dense_merge(slots, th * keyspace // T, (th + 1) * keyspace // T, got[th], order, meta,
-                     True)
-    nout = got[T]
-    srt = _sort_high(order[:nout], spare[:nout], c)  # by first input
-    low = (np.int64(1) << 32) - 1
-    out_rep = np.empty(nout, dtype=np.int32)
-    out_cnt = np.empty(nout, dtype=np.int64)
-    rest = np.empty(nout, dtype=np.int64)  # each class's key
-    for s in range(nout):
-        v = srt[s]
-        f = v >> 32
-        m = meta[v & low]
-        out_rep[s] = f if identity else rep[f]
-        out_cnt[s] = m >> 32
-        rest[s] = m & low
+    lim = min(total, cap + 1)
+    out_rep = np.empty(lim, dtype=np.int32)
+    out_cnt = np.empty(lim, dtype=np.int64)
+    rest = np.empty(lim, dtype=np.int64)  # each class's key
+    nout = 0
+    for u in range(T):
+        for i in range(nk[u]):
+            x = scratch[u, 0, i]
+            if slots[u, x] == 0:  # listed by an earlier range already
+                continue
+            if nout > cap - 1:
+                stopped = True
+                break
+            w = np.int64(0)
+            for th in range(u, T):
+                w += slots[th, x]
+                slots[th, x] = 0
+            f = scratch[u, 1, i]
+            out_rep[nout] = f if identity else rep[f]
+            out_cnt[nout] = w
+            rest[nout] = x
+            nout += 1
+        if stopped:
+            break
+    if stopped:
+        _zero_listed(slots, scratch, nk, cap)
+        return (True, np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int64),
+                np.empty((d, 0), dtype=like.dtype))
     kc = np.empty((d, nout), dtype=like.dtype)
-    _key_digits(rest, nstrides, kc)
-    return False, out_rep, out_cnt, kc
+    _key_digits(rest[:nout], nstrides, keyspace, kc)
+    return False, out_rep[:nout].copy(), out_cnt[:nout].copy(), kc

@@ -327,8 +327,9 @@ class NodeChecker:
         if (keep_table and ks <= min(KEEP_TABLE_MAX, 4 * c) and c >= self.bucket_min
                 and self.n < (1 << 31)):
             *args, ks, live = self._kernel_args(levels, tab)
-            stopped, rep, cnt, kc = K.group_dense(*args, ks, self.cap, self._slots(ks),
-                                                  self._dense_scratch(min(c, self.cap + 1)),
+            slots = self._slots(ks)
+            scratch = self._dense_scratch(min(-(-c // slots.shape[0]), self.cap + 1))
+            stopped, rep, cnt, kc = K.group_dense(*args, ks, self.cap, slots, scratch,
                                                   sp.keyspace(levels)[0], self._like)
             return None if stopped else (rep, cnt, kc)
         if (ks <= DENSE_STOP_MAX or c < self.bucket_min
@@ -353,16 +354,17 @@ class NodeChecker:
         return max(1, int(numba.get_num_threads()))
 
     def _slots(self, ks: int):
-        """Counting slots of ``group_dense`` (int64 (threads, >= ks), all 0): allocated on
+        """Counting slots of ``group_dense`` (int32 (threads, >= ks), all 0): allocated on
         first need and grown to the largest key space so far."""
         if self._dslots is None or self._dslots.shape[1] < ks:
-            self._dslots = np.zeros((self._threads(), ks), dtype=np.int64)
+            self._dslots = np.zeros((self._threads(), ks), dtype=np.int32)
         return self._dslots
 
     def _dense_scratch(self, size: int):
-        """Scratch of ``group_dense`` (int64 (3, >= size)), grown to the largest need so far."""
-        if self._dscratch is None or self._dscratch.shape[1] < size:
-            self._dscratch = np.empty((3, size), dtype=np.int64)
+        """The new-key lists of ``group_dense`` (int64 (threads, 2, >= size)), grown to the
+        largest need so far."""
+        if self._dscratch is None or self._dscratch.shape[2] < size:
+            self._dscratch = np.empty((self._threads(), 2, size), dtype=np.int64)
         return self._dscratch
 
     def _bucket_scratch(self):
