@@ -23,7 +23,8 @@ node with more than n/k + limit classes suppresses more than limit rows: its exa
 needed), so an infeasible node near the all-distinct bottom costs about n/k + limit inputs and
 a table of that size, not t. ``group_buckets`` groups in hash buckets (cache-sized tables,
 the buckets shared among threads) and also stops once more than the suppression limit of rows are known to be in classes smaller
-than k. Passes over the encoded rows read ``planes`` (uint8, a level's codes byte by byte):
+than k. ``group_dense`` counts a small key space directly (one slot per key and thread; a grouping
+whose table is kept anyway), the classes' codes decoded from their keys. Passes over the encoded rows read ``planes`` (uint8, a level's codes byte by byte):
 a code of b bytes is b pseudo-columns whose strides are the column's stride << 8 i, so the keys
 are the same. Scratch buffers are owned and reused by the caller.
 """
@@ -918,7 +919,6 @@ def distinct_integral(col, null, max_range):
     for i in range(n):
         pos[i] = -1 if null[i] else rank[np.int64(col[i] - lo)]
     return True, vals, pos
-
 
 
 @njit
