@@ -122,19 +122,26 @@ def _ready(times: dict, name: str, t0: float, out) -> None:
 def compile_threaded_grouping(data) -> None:
     """Compile (or load) the lattice checker's kernels that real runs reach only on large
     tables, through the checker's own calls on ``data`` (a lattice run's ``QIData``) with the
-    size thresholds lowered: the threaded grouping pass over the rows' byte planes
-    (``lattice._kernels.group_node_parallel``, from ``checker.PARALLEL_MIN`` distinct tuples:
-    the first ``optimal`` at 1M rows compiled it for 13.6 s) and the bucketed grouping
-    (``group_buckets``, from ``checker.BUCKET_MIN`` inputs) over the byte planes and over a
-    cached class table of each level-code dtype, uint16 and int32 (a column with 65,536 values
-    or more). O(rows of data)."""
+    size thresholds lowered: the byte planes written on threads (``level_codes_parallel``, from
+    ``levels.PARALLEL_ROWS`` distinct tuples), the threaded grouping pass over the rows' byte
+    planes (``lattice._kernels.group_node_parallel``, from ``checker.PARALLEL_MIN`` distinct
+    tuples: the first ``optimal`` at 1M rows compiled it for 13.6 s), the bucketed grouping
+    (``group_buckets``, from ``checker.BUCKET_MIN`` inputs) and the direct count of a kept
+    grouping (``group_dense``, up to ``checker.KEEP_TABLE_MAX`` keys) over the byte planes and
+    over a cached class table of each level-code dtype, uint16 and int32 (a column with 65,536
+    values or more). O(rows of data)."""
     import dataclasses
 
     import numpy as np
 
     from .algorithms.lattice import NodeChecker, build_space
     from .algorithms.lattice import _kernels as K
-    space = build_space(data)
+    from .algorithms.lattice import levels
+    saved, levels.PARALLEL_ROWS = levels.PARALLEL_ROWS, 0  # the planes written on threads
+    try:
+        space = build_space(data)
+    finally:
+        levels.PARALLEL_ROWS = saved
     for dtype in (np.uint16, np.int32):
         sp = dataclasses.replace(space, code_dtype=dtype)
         ch = NodeChecker(sp, 2, stop_early=True)
@@ -149,6 +156,9 @@ def compile_threaded_grouping(data) -> None:
             keys, skey = np.empty(c, np.int64), np.empty(c, np.int64)
             K.group_buckets(*args, ks, ch.k, ch.limit, ch.cap, 1, keys, skey,
                             np.empty(c, np.int32), 2)
+            K.group_dense(*args, ks, ch.cap, np.zeros((2, ks), np.int32),
+                          np.empty((2, 2, c), np.int64), sp.keyspace(ch.top)[0],
+                          np.zeros(0, dtype))
 
 
 _preload_thread = None

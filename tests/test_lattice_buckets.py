@@ -104,7 +104,7 @@ def buckets_everywhere(monkeypatch):
     monkeypatch.setattr(checker, "BUCKET_MIN", 2)
     monkeypatch.setattr(checker, "BUCKET_ROWS", 2)
     monkeypatch.setattr(checker, "DENSE_STOP_MAX", 0)
-    monkeypatch.setattr(checker, "DENSE_KEEP_MAX", 0)
+    monkeypatch.setattr(checker, "KEEP_TABLE_MAX", 0)
     calls = []
     real = K.group_buckets
     monkeypatch.setattr(K, "group_buckets", lambda *a: calls.append(a[-7]) or real(*a))
@@ -121,7 +121,7 @@ def test_bucketed_checker_keeps_every_node_result(data, k, ms, loss, rnd):
         mp.setattr(checker, "BUCKET_MIN", 2)
         mp.setattr(checker, "BUCKET_ROWS", 2)
         mp.setattr(checker, "DENSE_STOP_MAX", 0)
-        mp.setattr(checker, "DENSE_KEEP_MAX", 0)
+        mp.setattr(checker, "KEEP_TABLE_MAX", 0)
         k = min(k, data.n)
         space = build_space(data)
         nodes = all_nodes(space)
@@ -187,6 +187,24 @@ def test_build_space_writes_the_codes_and_their_planes(data):
     space = build_space(data)
     assert space.codes.tolist() == _reference_codes(data, space).tolist()
     assert space.planes.tolist() == code_planes(space.codes, space.mcol)[0].tolist()
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tables())
+def test_build_space_planes_on_threads_equal_the_serial_ones(data):
+    """Written on numba's threads (any table size once PARALLEL_ROWS is lowered), the byte
+    planes are the serial ones and the reference's."""
+    from kanon_duckdb.algorithms.lattice import levels
+    serial = build_space(data)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(levels, "PARALLEL_ROWS", 0)
+        calls = []
+        real = K.level_codes_parallel
+        mp.setattr(K, "level_codes_parallel", lambda *a: calls.append(1) or real(*a))
+        threaded = build_space(data)
+    assert calls or serial.d == 0
+    assert threaded.planes.tolist() == serial.planes.tolist()
+    assert threaded.planes.tolist() == code_planes(serial.codes, serial.mcol)[0].tolist()
 
 
 def test_build_space_planes_of_wide_levels():
@@ -277,3 +295,107 @@ def test_threaded_buckets_equal_one_thread(nthr, pbits, k, draw):
         for a, b in zip(one[1:], many[1:]):
             assert a.tolist() == b.tolist()
     assert run(nthr, _NO_CAP)[2].tolist() == want_cnt.tolist()
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tables(), st.data())
+def test_dense_grouping_equals_the_plain_one(data, draw):
+    """group_dense over the rows of a histogram or over a cached table below the node, any
+    number of threads and any cap: a complete result is group_node's table (same order,
+    representatives, counts and codes of every QI); it stops exactly when the node has more
+    than cap classes; the counting slots are all 0 again either way."""
+    repeat = draw.draw(st.lists(st.integers(1, 3), min_size=data.n, max_size=data.n))
+    _, hist, _ = as_histogram(data, repeat)
+    space = build_space(hist)
+    ch = NodeChecker(space, 2)
+    high = draw.draw(st.sampled_from(all_nodes(space)))
+    cap = draw.draw(st.sampled_from([0, 1, 3, space.t, _NO_CAP]))
+    nthr = draw.draw(st.integers(1, 4))
+    tab = None
+    if draw.draw(st.booleans()):  # roll up from a table of a node below
+        low = tuple(draw.draw(st.integers(0, int(h))) for h in high)
+        rep, cnt, _, kc = ch._run_kernels(low)
+        tab = (rep, cnt, kc, low)
+    want_rep, want_cnt, _, want_kc = ch._run_kernels(high, tab)
+    *args, ks, _ = ch._kernel_args(high, tab)
+    c = space.t if tab is None else tab[0].shape[0]
+    slots = np.zeros((nthr, ks + draw.draw(st.integers(0, 3))), dtype=np.int32)
+    lists = min(-(-c // nthr), cap + 1) + draw.draw(st.integers(0, 3))
+    scratch = np.empty((nthr, 2, lists), dtype=np.int64)
+    stopped, rep, cnt, kc = K.group_dense(*args, ks, cap, slots, scratch,
+                                          space.keyspace(high)[0],
+                                          np.zeros(0, space.code_dtype))
+    assert not slots.any()
+    assert stopped == (want_rep.shape[0] > cap)
+    if not stopped:
+        assert rep.tolist() == want_rep.tolist() and cnt.tolist() == want_cnt.tolist()
+        assert kc.dtype == want_kc.dtype
+        assert kc.tolist() == want_kc.tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.just(1), st.integers(1, 3000)), min_size=1, max_size=6), st.data())
+def test_key_digits_are_exact(radix, draw):
+    """_key_digits returns each mixed-radix digit of keys over the whole key space (the float
+    step is corrected: exact at every digit boundary)."""
+    strides = np.cumprod([1] + radix[:-1]).astype(np.int64)
+    ks = int(strides[-1]) * radix[-1]
+    if ks >= 1 << 52:
+        return
+    picks = draw.draw(st.lists(st.integers(0, ks - 1), max_size=30))
+    edges = [0, ks - 1] + [int(s) * m - 1 for s, m in zip(strides, radix)] + [int(s) for s in strides]
+    keys = [x for x in picks + edges if 0 <= x < ks]
+    got = np.zeros((len(radix), len(keys)), dtype=np.int64)
+    K._key_digits(np.array(keys, dtype=np.int64), strides, ks, got)
+    want = [[x // int(s) % m for x in keys] for s, m in zip(strides, radix)]
+    assert got.tolist() == want
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tables(), st.integers(1, 5), st.sampled_from([0.0, 0.1, 0.3]),
+       st.sampled_from(["log", "gcp"]), st.randoms(use_true_random=False))
+def test_dense_kept_tables_keep_every_node_result(data, k, ms, loss, rnd):
+    """A stopping checker that counts every kept grouping directly (group_dense), nodes in any
+    order, kept or not: every node's feasibility and loss are those of a full count, and the
+    tables it caches serve later roll-ups."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(checker, "BUCKET_MIN", 2)
+        calls = []
+        real = K.group_dense
+        mp.setattr(K, "group_dense", lambda *a: calls.append(1) or real(*a))
+        k = min(k, data.n)
+        space = build_space(data)
+        nodes = all_nodes(space)
+        rnd.shuffle(nodes)
+        fast = NodeChecker(space, k, ms, loss, stop_early=True, cache_entries=4,
+                           cache_rows=data.n)
+        for node in nodes:
+            plain = NodeChecker(space, k, ms, loss).check(node)
+            got = fast.check(node, keep_table=True)
+            assert got.feasible == plain.feasible, node
+            assert got.loss == plain.loss or (math.isinf(got.loss) and math.isinf(plain.loss))
+            if got.n_suppressed >= 0:
+                assert got.n_suppressed == plain.n_suppressed
+            else:
+                assert not plain.feasible
+        assert calls or data.n < 2
+
+
+@pytest.mark.parametrize("loss", ["log", "gcp"])
+def test_dense_search_publishes_the_plain_searchs_node(monkeypatch, loss):
+    """optimal with every kept grouping counted directly publishes the node and loss of a
+    checker that counts every node in full."""
+    from test_lattice import two_numeric_one_tree_data
+    monkeypatch.setattr(checker, "BUCKET_MIN", 2)
+    calls = []
+    real = K.group_dense
+    monkeypatch.setattr(K, "group_dense", lambda *a: calls.append(1) or real(*a))
+    data = two_numeric_one_tree_data(7)
+    space = build_space(data)
+    for k, ms in ((5, 0.0), (10, 0.02), (25, 0.1)):
+        a = NodeChecker(space, k, ms, loss, stop_early=True)
+        b = NodeChecker(space, k, ms, loss)
+        got, want = optimal.search(a)[0], optimal.search(b)[0]
+        assert got == want
+        assert a.check(got).loss == b.check(want).loss
+    assert calls

@@ -23,7 +23,8 @@ node with more than n/k + limit classes suppresses more than limit rows: its exa
 needed), so an infeasible node near the all-distinct bottom costs about n/k + limit inputs and
 a table of that size, not t. ``group_buckets`` groups in hash buckets (cache-sized tables,
 the buckets shared among threads) and also stops once more than the suppression limit of rows are known to be in classes smaller
-than k. Passes over the encoded rows read ``planes`` (uint8, a level's codes byte by byte):
+than k. ``group_dense`` counts a small key space directly (one slot per key and thread; a grouping
+whose table is kept anyway), the classes' codes decoded from their keys. Passes over the encoded rows read ``planes`` (uint8, a level's codes byte by byte):
 a code of b bytes is b pseudo-columns whose strides are the column's stride << 8 i, so the keys
 are the same. Scratch buffers are owned and reused by the caller.
 """
@@ -792,23 +793,62 @@ def _low_bit(m):
 
 
 @njit
+def _plane_tables(lut, lutoff, pstart, pbytes):
+    """(tab uint8 (P, leaves), row int64 (P,)): for each of the P planes of one QI's columns
+    (see ``level_codes``), its byte of every leaf's code and the plane it is written to."""
+    n_cols = pstart.shape[0]
+    P = 0
+    for i in range(n_cols):
+        P += pbytes[i]
+    nl = lut.shape[0] - lutoff[n_cols - 1] if n_cols > 0 else 0  # leaves: one column's part
+    tab = np.empty((P, nl), dtype=np.uint8)
+    row = np.empty(P, dtype=np.int64)
+    p = 0
+    for i in range(n_cols):
+        off = lutoff[i]
+        for y in range(pbytes[i]):
+            sh = 8 * y
+            for x in range(nl):
+                tab[p, x] = (lut[off + x] >> sh) & 255
+            row[p] = pstart[i] + y
+            p += 1
+    return tab, row
+
+
+@njit
+def _plane_block(leaf, tab, row, a, b, planes):
+    """Rows a..b-1 of every plane in ``row``: planes[row[q], s] = tab[q, leaf[s]]."""
+    for q in range(row.shape[0]):
+        py = planes[row[q]]
+        tq = tab[q]
+        for s in range(a, b):
+            py[s] = tq[leaf[s]]
+
+
+@njit
 def level_codes(leaf, lut, lutoff, pstart, pbytes, planes):
     """Write one QI's level columns as byte planes: for each of its columns i, the code
     lut[lutoff[i] + leaf[t]] of row t byte by byte, low byte first, in
     planes[pstart[i] .. pstart[i] + pbytes[i] - 1, t] (pbytes 0: a column with one code,
-    nothing written). leaf int32 (t,) the rows' leaf ordinals; lut int64 flat. One read of the
-    leaves per block of rows, sequential writes. O(t · planes)."""
+    nothing written). leaf int32 (t,) the rows' leaf ordinals (each < the length of every
+    column's part of lut); lut int64 flat. Each plane's bytes per leaf are tabled first (uint8,
+    one small table per plane), then blocks of rows are written: one read of the leaves per
+    block, a gather from a table in cache and a sequential write per plane.
+    O(t · planes + leaves · planes)."""
+    tab, row = _plane_tables(lut, lutoff, pstart, pbytes)
     t = leaf.shape[0]
-    B = 4096
-    for a in range(0, t, B):
-        b = min(a + B, t)
-        for i in range(pstart.shape[0]):
-            off = lutoff[i]
-            for y in range(pbytes[i]):
-                py = planes[pstart[i] + y]
-                sh = 8 * y
-                for s in range(a, b):
-                    py[s] = (lut[off + leaf[s]] >> sh) & 255
+    for a in range(0, t, 16384):
+        _plane_block(leaf, tab, row, a, min(a + 16384, t), planes)
+
+
+@njit_parallel
+def level_codes_parallel(leaf, lut, lutoff, pstart, pbytes, planes):
+    """``level_codes`` with the blocks of rows on numba's threads (the same planes)."""
+    tab, row = _plane_tables(lut, lutoff, pstart, pbytes)
+    t = leaf.shape[0]
+    B = 16384
+    for blk in prange((t + B - 1) // B):
+        _plane_block(leaf, tab, row, blk * B, min(blk * B + B, t), planes)
 
 
 @njit
@@ -879,3 +919,133 @@ def distinct_integral(col, null, max_range):
     for i in range(n):
         pos[i] = -1 if null[i] else rank[np.int64(col[i] - lo)]
     return True, vals, pos
+
+
+@njit
+def _dense_chunk(src, cols, lut, lutoff, use_lut, cnt, has_cnt, strides, a0, b0, cap, slots,
+                 new_key, new_first):
+    """Count inputs a0..b0-1 (see ``group_node``) into ``slots`` (int32 (>= keyspace,), all 0:
+    rows per key) and list each key at its first input in this range, in input order:
+    new_key[i] / new_first[i] (int64 (>= min(b0 - a0, cap + 1),)). Returns the keys met, or
+    cap + 1 as soon as more than cap are (the range alone has too many classes)."""
+    B = 4096
+    keybuf = np.empty(B, dtype=np.int64)
+    nk = 0
+    for a in range(a0, b0, B):
+        b = min(a + B, b0)
+        _block_keys(src, cols, lut, lutoff, use_lut, strides, a, b, keybuf)
+        for t in range(a, b):
+            key = keybuf[t - a]
+            v = slots[key]
+            if v == 0:
+                if nk > cap:
+                    return cap + 1
+                new_key[nk] = key
+                new_first[nk] = t
+                nk += 1
+            slots[key] = v + (cnt[t] if has_cnt else 1)
+    return nk
+
+
+@njit
+def _key_digits(rest, nstrides, keyspace, kc):
+    """kc[j, s] = digit j of the mixed-radix key rest[s] < keyspace <= 2^52 (nstrides int64
+    (d,) increasing from 1; digit j's radix is nstrides[j + 1] / nstrides[j], keyspace /
+    nstrides[d - 1] for the last); rest is consumed. Most significant digit first, QI by QI,
+    each a float multiply corrected by one step (exact); a digit of radix 1 is 0 without any."""
+    d = nstrides.shape[0]
+    for j in range(d - 1, -1, -1):
+        st = nstrides[j]
+        above = nstrides[j + 1] if j + 1 < d else keyspace
+        if above == st:  # one code: every digit 0
+            for s in range(rest.shape[0]):
+                kc[j, s] = 0
+            continue
+        inv = 1.0 / st
+        for s in range(rest.shape[0]):
+            r = rest[s]
+            q = np.int64(r * inv)
+            if q * st > r:
+                q -= 1
+            elif (q + 1) * st <= r:
+                q += 1
+            kc[j, s] = q
+            rest[s] = r - q * st
+
+
+@njit
+def _zero_listed(slots, scratch, nk, cap):
+    """Zero every range's slots of the keys it listed (a range that stopped listed cap + 1 keys
+    and counted no other)."""
+    for th in range(slots.shape[0]):
+        for i in range(min(nk[th], cap + 1)):
+            slots[th, scratch[th, 0, i]] = 0
+
+
+@njit_parallel
+def group_dense(src, cols, lut, lutoff, use_lut, rep, cnt, identity, strides, keyspace, cap,
+                slots, scratch, nstrides, like):
+    """``group_node`` over a small key space by direct counting, on slots.shape[0] threads.
+
+    Same inputs as ``group_node`` (keys < keyspace < 2^32; no hash / dense scratch): the inputs
+    are cut into T = slots.shape[0] contiguous ranges, range th counted in slots[th] (int32
+    (T, >= keyspace), all 0 on entry and exit: rows per key, one memory access per input; needs
+    rows < 2^31), each range listing its new keys in input order (scratch int64 (T, 2, >=
+    min(ceil(c / T), cap + 1))). The classes, in the order of their first input, are range 0's
+    list, then range 1's keys not met before, ...: each summed over the threads' slots (and
+    zeroed) as it is listed, no sweep of the key space and no sort. Each class's codes are the
+    digits of its key (nstrides int64 (d,): the node's mixed-radix strides, see
+    ``_key_digits``), in the dtype of ``like``: no access to the inputs. Returns (stopped, rep
+    int32 (C,), cnt int64 (C,), kc (d, C)): when not stopped, exactly ``group_node``'s table
+    with the codes of every QI; stopped (more than ``cap`` classes) with empty arrays.
+    O(c·d / T + C·(T + d))."""
+    c = src.shape[1] if identity else rep.shape[0]
+    T = slots.shape[0]
+    d = nstrides.shape[0]
+    has_cnt = cnt.shape[0] > 0
+    nk = np.zeros(T, dtype=np.int64)
+    for th in prange(T):
+        nk[th] = _dense_chunk(src, cols, lut, lutoff, use_lut, cnt, has_cnt, strides,
+                              th * c // T, (th + 1) * c // T, cap, slots[th], scratch[th, 0],
+                              scratch[th, 1])
+    stopped = False
+    total = 0
+    for th in range(T):
+        if nk[th] > cap:
+            stopped = True
+        total += nk[th]
+    if stopped:
+        _zero_listed(slots, scratch, nk, cap)
+        return (True, np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int64),
+                np.empty((d, 0), dtype=like.dtype))
+    lim = min(total, cap + 1)
+    out_rep = np.empty(lim, dtype=np.int32)
+    out_cnt = np.empty(lim, dtype=np.int64)
+    rest = np.empty(lim, dtype=np.int64)  # each class's key
+    nout = 0
+    for u in range(T):
+        for i in range(nk[u]):
+            x = scratch[u, 0, i]
+            if slots[u, x] == 0:  # listed by an earlier range already
+                continue
+            if nout > cap - 1:
+                stopped = True
+                break
+            w = np.int64(0)
+            for th in range(u, T):
+                w += slots[th, x]
+                slots[th, x] = 0
+            f = scratch[u, 1, i]
+            out_rep[nout] = f if identity else rep[f]
+            out_cnt[nout] = w
+            rest[nout] = x
+            nout += 1
+        if stopped:
+            break
+    if stopped:
+        _zero_listed(slots, scratch, nk, cap)
+        return (True, np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int64),
+                np.empty((d, 0), dtype=like.dtype))
+    kc = np.empty((d, nout), dtype=like.dtype)
+    _key_digits(rest[:nout], nstrides, keyspace, kc)
+    return False, out_rep[:nout].copy(), out_cnt[:nout].copy(), kc

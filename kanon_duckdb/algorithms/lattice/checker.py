@@ -36,7 +36,10 @@ at least ``BUCKET_MIN`` inputs over a key space past ``DENSE_STOP_MAX`` run in h
 same table and stop decision as one thread): each bucket's hash table stays in cache, and the
 grouping also stops once the buckets done hold more than ``limit`` rows in classes smaller than
 k (most nodes near the feasibility border suppress 10-100 times the limit), unless
-``check(..., keep_table=True)`` asks for the node's table to cache it. Passes over the encoded tuples read
+``check(..., keep_table=True)`` asks for the node's table to cache it: such a grouping counts
+every key of its key space directly when it is small (``_kernels.group_dense``, up to
+``KEEP_TABLE_MAX`` keys: one memory access per input, the classes' codes decoded from their
+keys). Passes over the encoded tuples read
 the level codes byte by byte (``LatticeSpace.planes``: one byte per row for a level of at most
 256 codes) and a histogram with one row per tuple is read without its counts. Such capped
 passes over at least ``PARALLEL_MIN`` encoded rows run in one chunk per numba thread, merged in
@@ -66,7 +69,7 @@ _KEY_BLOCK = 4096  # inputs keyed per block by the grouping kernel
 PARALLEL_MIN = 1 << 18  # encoded rows from which a capped pass over them runs in thread chunks
 BUCKET_MIN = 1 << 15  # inputs from which a stopping grouping runs in hash buckets
 DENSE_STOP_MAX = 1 << 16  # key spaces up to this size: a stopping grouping counts them densely
-DENSE_KEEP_MAX = 1 << 18  # the same for a grouping that keeps its table (dense array in cache)
+KEEP_TABLE_MAX = 1 << 22  # a grouping that keeps its table counts key spaces up to this directly
 BUCKET_ROWS = 1 << 14  # about this many inputs per bucket (its hash table stays in cache)
 
 
@@ -135,6 +138,9 @@ class NodeChecker:
         self._nolut = np.zeros(1, dtype=np.int64)
         self._scratch = None
         self._bscratch = None
+        self._dslots = None
+        self._dscratch = None
+        self._like = np.zeros(0, dtype=space.code_dtype)  # the dtype of the class tables' codes
         self._qi_rows = np.arange(space.d, dtype=np.int64)  # rows of a cached table's kc
         # (a histogram whose tuples each stand for one row, n == t, is read as plain rows: the
         # kernels then skip the counts, 8 bytes per tuple)
@@ -308,14 +314,25 @@ class NodeChecker:
         stopped because the node is infeasible: more than ``cap`` classes, or (bucketed
         grouping, ``_kernels.group_buckets``, unless ``keep_table``) more than ``limit`` rows
         found in classes smaller than k. Only with ``stop_early``; same tables as
-        ``_run_kernels`` when complete. Key spaces that are small (counted densely: up to
-        ``DENSE_STOP_MAX``, or ``DENSE_KEEP_MAX`` when the table is kept anyway) or far
-        larger than ``cap`` (the plain grouping meets cap + 1 classes after about cap inputs)
-        and short inputs take ``group_node``; the rest run in hash buckets."""
+        ``_run_kernels`` when complete. A grouping that keeps its table anyway, of at least
+        ``bucket_min`` inputs over at most ``KEEP_TABLE_MAX`` keys (and 4 per input), counts
+        each key directly (``_kernels.group_dense``: no early stop on the suppression, which
+        it could not use). Otherwise key spaces that are small (counted densely: up to
+        ``DENSE_STOP_MAX``) or far larger than ``cap`` (the plain grouping meets cap + 1
+        classes after about cap inputs) and short inputs take ``group_node``; the rest run in
+        hash buckets."""
         sp = self.space
         c = self.t if tab is None else tab[0].shape[0]
         ks = sp.keyspace(levels)[1]
-        if (ks <= (DENSE_KEEP_MAX if keep_table else DENSE_STOP_MAX) or c < self.bucket_min
+        if (keep_table and ks <= min(KEEP_TABLE_MAX, 4 * c) and c >= self.bucket_min
+                and self.n < (1 << 31)):
+            *args, ks, live = self._kernel_args(levels, tab)
+            slots = self._slots(ks)
+            scratch = self._dense_scratch(min(-(-c // slots.shape[0]), self.cap + 1))
+            stopped, rep, cnt, kc = K.group_dense(*args, ks, self.cap, slots, scratch,
+                                                  sp.keyspace(levels)[0], self._like)
+            return None if stopped else (rep, cnt, kc)
+        if (ks <= DENSE_STOP_MAX or c < self.bucket_min
                 or min(ks, c) > 2 * self.cap):
             rep, cnt, _, kc = self._run_kernels(levels, tab, cap=self.cap)
             return None if rep.shape[0] > self.cap else (rep, cnt, kc)
@@ -335,6 +352,20 @@ class NodeChecker:
         independent) and the chunks of ``group_node_parallel``."""
         import numba
         return max(1, int(numba.get_num_threads()))
+
+    def _slots(self, ks: int):
+        """Counting slots of ``group_dense`` (int32 (threads, >= ks), all 0): allocated on
+        first need and grown to the largest key space so far."""
+        if self._dslots is None or self._dslots.shape[1] < ks:
+            self._dslots = np.zeros((self._threads(), ks), dtype=np.int32)
+        return self._dslots
+
+    def _dense_scratch(self, size: int):
+        """The new-key lists of ``group_dense`` (int64 (threads, 2, >= size)), grown to the
+        largest need so far."""
+        if self._dscratch is None or self._dscratch.shape[2] < size:
+            self._dscratch = np.empty((self._threads(), 2, size), dtype=np.int64)
+        return self._dscratch
 
     def _bucket_scratch(self):
         """Scratch of ``group_buckets`` (allocated on first use, t entries each: a cached

@@ -40,6 +40,7 @@ from ...taxonomy.tree import TaxonomyIndex, flat_index
 from ...qidata import QIData
 
 _COUNT_RANGE = 1 << 24  # integer columns spanning fewer values: distinct values by counting
+PARALLEL_ROWS = 1 << 18  # encoded rows from which the byte planes are written on numba's threads
 
 
 @dataclass
@@ -256,8 +257,9 @@ def build_space(data: QIData) -> LatticeSpace:
         luts = [per_col[c][0] for c in rows]
         off = np.zeros(rows.size, dtype=np.int64)
         off[1:] = np.cumsum([m.size for m in luts[:-1]])
-        K.level_codes(np.ascontiguousarray(cols[j], dtype=np.int32), np.concatenate(luts), off,
-                      pstart[rows], pbytes[rows], planes)
+        write = K.level_codes_parallel if data.n >= PARALLEL_ROWS else K.level_codes
+        write(np.ascontiguousarray(cols[j], dtype=np.int32), np.concatenate(luts), off,
+              pstart[rows], pbytes[rows], planes)
     return LatticeSpace(n, names, data.dn, trees, heights, dtype, cstart, mcol, coff, cnode, cncp,
                         ncp_mean, node_lo, node_hi, auto, data.counts, [p[0] for p in per_col],
                         planes, pstart, pbytes)
