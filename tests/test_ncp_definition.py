@@ -247,3 +247,21 @@ def test_runs_table_of_an_earlier_version_gains_the_range_columns():
         assert c.execute("SELECT num_lo, num_hi FROM kanon_runs").fetchall() == [([0.0], [9.0])]
     finally:
         c.close()
+
+
+def test_the_null_leaf_is_not_counted_in_the_recorded_loss(con):
+    # tree * -> {G -> {a, b}, c}; data a, b, c, c, NULL, NULL, k = 2: classes {a, b} (label G),
+    # {c, c}, {NULL, NULL}. G covers 2 of the tree's 3 leaves: NCP 2/3 in gcp(); the
+    # recorded qi_loss counted the NULL leaf of the NULL policy (2/4) before.
+    con.execute("DELETE FROM kanon_taxonomy WHERE attr = 'nl.x'")
+    con.execute("INSERT INTO kanon_taxonomy VALUES ('nl.x', '*', NULL), ('nl.x', 'G', '*'), "
+                "('nl.x', 'c', '*'), ('nl.x', 'a', 'G'), ('nl.x', 'b', 'G')")
+    con.execute("CREATE OR REPLACE TABLE nl AS SELECT * FROM (VALUES (1, 'a'), (2, 'b'), "
+                "(3, 'c'), (4, 'c'), (5, NULL), (6, NULL)) v(id, x)")
+    for algo in ("mondrian", "kmember"):
+        run_id = anonymize(con, "nl", ["x"], 2, algo)
+        assert con.execute("SELECT x, count(*) FROM out_t GROUP BY x ORDER BY x").fetchall() \
+            == [("G", 2), ("c", 2), (None, 2)]
+        _, loss = recorded_loss(con, run_id)
+        assert loss == [pytest.approx(2 * (2 / 3) / 6)]
+        assert con.execute("SELECT gcp('out_t')").fetchone()[0] == pytest.approx(2 * (2 / 3) / 6)
