@@ -265,3 +265,16 @@ def test_the_null_leaf_is_not_counted_in_the_recorded_loss(con):
         _, loss = recorded_loss(con, run_id)
         assert loss == [pytest.approx(2 * (2 / 3) / 6)]
         assert con.execute("SELECT gcp('out_t')").fetchone()[0] == pytest.approx(2 * (2 / 3) / 6)
+
+
+def test_gcp_of_large_integers_keeps_the_spans(con):
+    # 100,000 BIGINTs 2^52 + 3i (every value and the range exact in a double), mondrian k = 2:
+    # gcp() summed the bounds as doubles (sums near 4.5e20, ulp 65536) and subtracted the sums,
+    # losing the spans (3 or 6 per class): 2.3e-5 instead of 1.7e-5 before (scale checker).
+    con.execute("CREATE OR REPLACE TABLE bigx AS SELECT i AS id, (4503599627370496 + 3 * i)::BIGINT "
+                "AS x FROM range(100000) r(i)")
+    run_id = anonymize(con, "bigx", ["x"], 2, "mondrian")
+    want = con.execute("SELECT avg((x_max - x_min)::DOUBLE) / (3 * 99999) FROM out_t").fetchone()[0]
+    assert want > 0
+    assert con.execute("SELECT gcp('out_t')").fetchone()[0] == pytest.approx(want, rel=1e-12)
+    assert recorded_loss(con, run_id)[1] == [pytest.approx(want, rel=1e-12)]
