@@ -79,7 +79,8 @@ def generalize(data: QIData, part: Partition) -> Generalized:
 
 def per_qi_loss(data: QIData, g: Generalized) -> np.ndarray:
     """Mean NCP (kanon_duckdb.ncp) of each QI over rows (numeric first, then categorical), in
-    [0, 1]: a NULL range counts 1, a suppressed row counts 1 on every QI."""
+    [0, 1]: a NULL range counts 1, a suppressed row counts 1 on every QI; categorical leaves
+    counted as in ``kanon_taxonomy`` (``TaxonomyIndex.table_leaves``: no NULL leaf), as gcp()."""
     w = g.size.astype(np.float64) / data.n_rows
     sup = None
     if g.suppressed is not None and g.suppressed.any():
@@ -88,7 +89,7 @@ def per_qi_loss(data: QIData, g: Generalized) -> np.ndarray:
     for j in range(data.dn):
         out.append(_weighted(w, data.numeric_ncp(j, g.lo[:, j], g.hi[:, j]), sup))
     for j, t in enumerate(data.trees):
-        out.append(_weighted(w, node_ncp(t.n_leaves)[g.nodes[:, j]], sup))
+        out.append(_weighted(w, node_ncp(t.table_leaves())[g.nodes[:, j]], sup))
     return np.asarray(out)
 
 

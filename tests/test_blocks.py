@@ -64,3 +64,16 @@ def test_sql_macro_takes_the_block_parameters(con):
         "SELECT count(*), min(ec_size) FROM k_anonymize('t', k := 4, algo := 'kmember', "
         "qi := ['a', 'b', 'c'], partition_above := 100, block_rows := 100)").fetchall()[0]
     assert n == 600 and smallest >= 4
+
+
+def test_blocked_info2means_learns_from_its_blocks_sensitive_rows(con):
+    """A sensitive column travels in QIData.extra as an Arrow array: each block gets its own rows
+    of it (was IndexError 'boolean index did not match' for every blocked info2means run with
+    `sensitive`, found by the scale checker)."""
+    con.execute("CREATE OR REPLACE TABLE ts AS SELECT *, ['no', 'yes'][(a + i) % 2 + 1] AS s "
+                "FROM (SELECT row_number() OVER () AS i, * FROM t)")
+    res = anonymize(con, "ts", k=5, algo="info2means", qi=QI,
+                    params={"partition_above": 100, "block_rows": 80, "sensitive": "s"})
+    sizes = np.bincount(res.generalized.ec)
+    assert res.partition.info["partitioned"] is True and res.partition.info["blocks"] > 1
+    assert sizes[sizes > 0].min() >= 5 and res.generalized.ec.size == 600

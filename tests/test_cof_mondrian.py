@@ -208,3 +208,31 @@ def test_large_groups_take_the_row_parallel_path_with_same_result(monkeypatch):
     got = cof_mondrian.cof_scores(ds, ec, 5, seen.append)
     assert np.array_equal(got, want)
     assert seen and seen[-1] == pytest.approx(1.0)
+
+
+def test_a_big_class_of_identical_rows_scores_one_without_the_neighbour_search(monkeypatch):
+    """Mondrian cannot cut identical rows, so heavy duplicates leave classes of any size; the
+    neighbour search was O(m^2) in such a class (scale checker: 300k rows, 9 classes of ~33k
+    identical rows ran for over 10 minutes). Every distance in it is 0: COF 1.0, no search."""
+    rng = np.random.default_rng(3)
+    pts = [(5.0, 5.0)] * 40 + [tuple(p) for p in rng.integers(0, 50, (30, 2)).astype(float)]
+    data = numeric_data(pts)
+    monkeypatch.setattr(cof_mondrian, "BIG_GROUP", 10)
+    searched = []
+    real = cof_mondrian.knn_rows
+
+    def spy(ds, ids, r, a0, a1, nbr):
+        searched.append(np.asarray(ids).copy())
+        return real(ds, ids, r, a0, a1, nbr)
+
+    monkeypatch.setattr(cof_mondrian, "knn_rows", spy)
+    part = cof_mondrian.run(data, 2, 0, {"cof_threshold": 1.5, "cof_neighbors": 4})
+    assert part.ec.size == 70
+    for ids in searched:  # only classes holding more than one tuple are searched
+        assert len({pts[i] for i in ids}) > 1
+    # the same scores as the full search
+    ds = build_ncp_data(data)
+    ec = np.array([0] * 40 + [1] * 30, dtype=np.int64)
+    full = cof_mondrian.cof_scores(ds, ec, 4)
+    assert np.array_equal(cof_mondrian.cof_scores(ds, ec, 4, data=data), full)
+    assert (full[:40] == 1.0).all()

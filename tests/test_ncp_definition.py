@@ -247,3 +247,34 @@ def test_runs_table_of_an_earlier_version_gains_the_range_columns():
         assert c.execute("SELECT num_lo, num_hi FROM kanon_runs").fetchall() == [([0.0], [9.0])]
     finally:
         c.close()
+
+
+def test_the_null_leaf_is_not_counted_in_the_recorded_loss(con):
+    # tree * -> {G -> {a, b}, c}; data a, b, c, c, NULL, NULL, k = 2: classes {a, b} (label G),
+    # {c, c}, {NULL, NULL}. G covers 2 of the tree's 3 leaves: NCP 2/3 in gcp(); the
+    # recorded qi_loss counted the NULL leaf of the NULL policy (2/4) before.
+    con.execute("DELETE FROM kanon_taxonomy WHERE attr = 'nl.x'")
+    con.execute("INSERT INTO kanon_taxonomy VALUES ('nl.x', '*', NULL), ('nl.x', 'G', '*'), "
+                "('nl.x', 'c', '*'), ('nl.x', 'a', 'G'), ('nl.x', 'b', 'G')")
+    con.execute("CREATE OR REPLACE TABLE nl AS SELECT * FROM (VALUES (1, 'a'), (2, 'b'), "
+                "(3, 'c'), (4, 'c'), (5, NULL), (6, NULL)) v(id, x)")
+    for algo in ("mondrian", "kmember"):
+        run_id = anonymize(con, "nl", ["x"], 2, algo)
+        assert con.execute("SELECT x, count(*) FROM out_t GROUP BY x ORDER BY x").fetchall() \
+            == [("G", 2), ("c", 2), (None, 2)]
+        _, loss = recorded_loss(con, run_id)
+        assert loss == [pytest.approx(2 * (2 / 3) / 6)]
+        assert con.execute("SELECT gcp('out_t')").fetchone()[0] == pytest.approx(2 * (2 / 3) / 6)
+
+
+def test_gcp_of_large_integers_keeps_the_spans(con):
+    # 100,000 BIGINTs 2^52 + 3i (every value and the range exact in a double), mondrian k = 2:
+    # gcp() summed the bounds as doubles (sums near 4.5e20, ulp 65536) and subtracted the sums,
+    # losing the spans (3 or 6 per class): 2.3e-5 instead of 1.7e-5 before (scale checker).
+    con.execute("CREATE OR REPLACE TABLE bigx AS SELECT i AS id, (4503599627370496 + 3 * i)::BIGINT "
+                "AS x FROM range(100000) r(i)")
+    run_id = anonymize(con, "bigx", ["x"], 2, "mondrian")
+    want = con.execute("SELECT avg((x_max - x_min)::DOUBLE) / (3 * 99999) FROM out_t").fetchone()[0]
+    assert want > 0
+    assert con.execute("SELECT gcp('out_t')").fetchone()[0] == pytest.approx(want, rel=1e-12)
+    assert recorded_loss(con, run_id)[1] == [pytest.approx(want, rel=1e-12)]

@@ -22,6 +22,7 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+import pyarrow as pa
 
 from .base import Partition, no_progress
 from ..qidata import QIData
@@ -42,11 +43,14 @@ def split_blocks(data: QIData, k: int, block_rows: int) -> list:
 
 def subset(data: QIData, rows: np.ndarray) -> QIData:
     """The rows ``rows`` of ``data`` with the global ranges and trees kept. Per-row arrays of
-    ``extra`` are cut too; other entries (the run's privacy spec: its models are enforced on the
+    ``extra`` are cut too (numpy arrays, Arrow arrays such as a sensitive column, dataclasses of
+    per-row ``codes``); other entries (the run's privacy spec: its models are enforced on the
     whole partition after the blocks) are passed unchanged."""
     def cut(v):
         if isinstance(v, np.ndarray) and v.shape[:1] == (data.n,):
             return v[rows]
+        if isinstance(v, (pa.Array, pa.ChunkedArray)) and len(v) == data.n:
+            return v.take(pa.array(rows))
         if dataclasses.is_dataclass(v) and isinstance(getattr(v, "codes", None), np.ndarray) \
                 and v.codes.shape[:1] == (data.n,):
             return dataclasses.replace(v, codes=v.codes[rows])

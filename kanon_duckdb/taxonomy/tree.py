@@ -71,6 +71,16 @@ class TaxonomyIndex:
         """Categorical NCP (Xu et al. 2006): 0 for a single leaf, else leaves(u)/leaves(root)."""
         return float(cat_ncp_value(float(self.n_leaves[node]), float(self.n_leaves[0])))
 
+    def table_leaves(self) -> np.ndarray:
+        """Leaves per node as ``kanon_taxonomy`` holds the tree: the NULL leaf of the NULL policy
+        (directly under the root, not in the SQL table) is left out of the root's count, as the
+        SQL metrics count it. The NCP the run records (``kanon_runs.qi_loss``) uses these."""
+        if not self.has_null_leaf:
+            return self.n_leaves
+        out = self.n_leaves.copy()
+        out[0] -= 1
+        return out
+
     def with_null_leaf(self) -> "TaxonomyIndex":
         """A copy with an extra NULL leaf under the root (the NULL policy for categorical QIs)."""
         if self.has_null_leaf:

@@ -57,14 +57,35 @@ def group_members(ec: np.ndarray):
 BIG_GROUP = 2048  # groups above this size are done row-parallel, in chunks
 
 
-def cof_scores(ds, ec: np.ndarray, n_neighbors: int, progress=no_progress) -> np.ndarray:
-    """COF of every row within its class of ``ec``: float64 (n,)."""
+def constant_rows(data: QIData, ids: np.ndarray) -> bool:
+    """Whether the rows ``ids`` all hold one QI tuple (coordinates, NULL flags, leaves)."""
+    for a in (data.num, data.num_null, data.cat):
+        block = a[ids]
+        if block.size and not (block == block[:1]).all():
+            return False
+    return True
+
+
+def cof_scores(ds, ec: np.ndarray, n_neighbors: int, progress=no_progress,
+               data: QIData | None = None) -> np.ndarray:
+    """COF of every row within its class of ``ec``: float64 (n,).
+
+    With ``data``, a class above ``BIG_GROUP`` rows that holds one QI tuple (Mondrian cannot cut
+    identical rows, so heavy duplicates leave such classes of any size) scores 1.0 for every row
+    without the O(m^2) neighbour search: every distance in it is 0, so every ac-dist is 0 and
+    ``_cof_from_ac`` gives 1.0."""
     members, start = group_members(ec)
     sizes = np.diff(start)
     out = np.empty(ec.shape[0])
     small = np.flatnonzero(sizes <= BIG_GROUP).astype(np.int64)
     cof_all_groups(ds, members, start, small, int(n_neighbors), out)
     big = np.flatnonzero(sizes > BIG_GROUP)
+    if data is not None and big.size:
+        same = np.array([constant_rows(data, members[start[g]:start[g + 1]]) for g in big],
+                        dtype=bool)
+        for g in big[same]:
+            out[members[start[g]:start[g + 1]]] = 1.0
+        big = big[~same]
     work = float(sum(int(sizes[g]) ** 2 for g in big)) or 1.0
     done = 0.0
     for g in big:
@@ -134,7 +155,7 @@ def run(data: QIData, k: int, seed: int, params: dict, progress=no_progress) -> 
     ec = partition_rows(data, k, progress=progress).astype(np.int64)
     progress(0.3)
     ds = build_ncp_data(data)
-    cof = cof_scores(ds, ec, n_neighbors, lambda f: progress(0.3 + 0.5 * f))
+    cof = cof_scores(ds, ec, n_neighbors, lambda f: progress(0.3 + 0.5 * f), data=data)
     progress(0.8)
     out = pick_outliers(ec, cof, k, threshold, spec_of(data))
     C = int(ec.max()) + 1
