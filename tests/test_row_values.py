@@ -1,13 +1,13 @@
 """The statement of ``output_sql`` publishes each row's class values from ``__kanon_row``
 (``row_values``: no join to a class table): the same rows, values and types as the positional
-statement on every QI type, the class bounds of its rows, and a clear error when the relation
-changed between the two reads, whichever columns the caller reads."""
+statement on every QI type, the class bounds of its rows, every row when the caller reads no
+published column. Its refusal of a relation changed between the two reads, whichever columns
+the caller reads: test_positional_statement.py."""
 from __future__ import annotations
 
 import math
 import struct
 
-import duckdb
 import pytest
 
 import kanon_duckdb
@@ -92,35 +92,6 @@ def test_published_bounds_are_the_class_extremes_of_its_rows(con, monkeypatch):
                 assert lo is None and hi is None
             else:
                 assert (lo, hi) == (min(values), max(values))
-
-
-@pytest.mark.parametrize("change", [
-    "DELETE FROM w WHERE id % 10 = 3",
-    "INSERT INTO w SELECT 1000 + i, NULL, NULL FROM range(5) r(i)",
-    "UPDATE w SET a = a + 100 WHERE id = 250",
-])
-@pytest.mark.parametrize("query", ["FROM k_anonymize('w', k := 3, qi := ['a', 'b'])",
-                                   "SELECT count(*) FROM k_anonymize('w', k := 3, qi := ['a', 'b'])",
-                                   "SELECT id FROM k_anonymize('w', k := 3, qi := ['a', 'b'])"])
-def test_a_table_that_changed_between_the_reads_is_refused(change, query, monkeypatch):
-    """The caller's transaction reads the table as it was; the run's reader (a cursor) reads
-    it as another connection changed it: the row statement refuses, whatever the caller
-    reads (DuckDB drops unread projections, so the look-up must not be one)."""
-    monkeypatch.setattr(udf_anonymize, "POSITIONAL_ROWS", 0)
-    c = kanon_duckdb.connect()
-    try:
-        c.execute("CREATE TABLE w AS SELECT i AS id, i % 50 AS a, (i % 7)::VARCHAR AS b "
-                  "FROM range(500) r(i)")
-        c.execute("BEGIN")
-        assert c.sql("SELECT count(*) FROM w").fetchall() == [(500,)]
-        other = c.cursor()
-        other.execute(change)
-        with pytest.raises(duckdb.Error, match="changed during the call"):
-            c.execute(query).fetchall()
-        c.execute("ROLLBACK")
-        other.close()
-    finally:
-        c.close()
 
 
 def test_a_query_reading_no_published_column_still_runs_and_publishes_every_row(monkeypatch):
