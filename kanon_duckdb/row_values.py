@@ -164,7 +164,7 @@ class ClassValues:
                                 if masks and any(m.any() for m in masks) else None)
         self.names = cols.names
         self.any_sup = bool(self.sup.any())
-        self._cache = {}  # (what, chunk length) -> what every chunk of that length shares
+        self._cache = {}  # what chunks of up to so many rows share (_buffer, _shared)
 
     def ref(self, token: int) -> pa.StructArray:
         """The RUN_REF_TYPE value (one row) of a pass ``token`` over these classes."""
@@ -174,24 +174,38 @@ class ClassValues:
                                                  pa.int32()), strings(self.names))],
             names=["token", "names"])
 
-    def _shared(self, what: str, m: int):
-        """What every chunk of ``m`` rows shares: a kind's list offsets, a kind's list of empty
-        lists (a kind no QI uses), the run id column, the no-suppression column."""
-        out = self._cache.get((what, m))
-        if out is None:
+    def _buffer(self, what: str, m: int):
+        """A buffer every chunk of up to ``m`` rows shares, built once for the longest chunk
+        seen (an Arrow array of m rows reads its first m entries): a kind's list offsets, the
+        run id column, the no-suppression column."""
+        have = self._cache.get(what)
+        if have is None or have[0] < m:
+            n = max(m, 2048)
             if what in _KINDS:
-                w = self.width[what]
-                out = pa.py_buffer(np.arange(m + 1, dtype=np.int32) * w)
-                if w == 0:
-                    child = pa.Array.from_buffers(_ARROW[what], 0, [None, pa.py_buffer(b"")])
-                    out = pa.Array.from_buffers(pa.list_(_ARROW[what]), m, [None, out],
-                                                children=[child])
+                values = np.arange(n + 1, dtype=np.int32) * self.width[what]
             elif what == "run":
-                out = from_numpy(np.full(m, self.run_id, dtype=np.int64), pa.int64())
-            else:  # "sup": no class suppressed
-                out = from_numpy(np.zeros(m, dtype=bool), pa.bool_())
-            self._cache[(what, m)] = out
-        return out
+                values = np.full(n, self.run_id, dtype=np.int64)
+            else:  # "sup"
+                values = np.zeros((n + 7) // 8, dtype=np.uint8)
+            have = self._cache[what] = (n, pa.py_buffer(values))
+        return have[1]
+
+    def _shared(self, what: str, m: int) -> pa.Array:
+        """The column every chunk of ``m`` rows shares: the run id, no class suppressed, or
+        the empty lists of a kind no QI uses (built once for the longest chunk seen, its first
+        ``m`` rows)."""
+        have = self._cache.get("column " + what)
+        if have is None or len(have) < m:
+            n = max(m, 2048)
+            if what in _KINDS:
+                have = pa.Array.from_buffers(
+                    pa.list_(_ARROW[what]), n, [None, self._buffer(what, n)],
+                    children=[pa.Array.from_buffers(_ARROW[what], 0, [None, None])])
+            else:
+                have = pa.Array.from_buffers(pa.int64() if what == "run" else pa.bool_(), n,
+                                             [None, self._buffer(what, n)])
+            self._cache["column " + what] = have
+        return have if len(have) == m else have.slice(0, m)
 
     def _list(self, kind: str, ec: np.ndarray) -> pa.Array:
         m, w = ec.size, self.width[kind]
@@ -202,7 +216,7 @@ class ClassValues:
         mask = None if nulls is None else np.take(nulls, ec, axis=0).reshape(-1)
         child = pa.Array.from_buffers(_ARROW[kind], m * w,
                                       [_validity_buffer(mask), pa.py_buffer(values)])
-        return pa.Array.from_buffers(pa.list_(_ARROW[kind]), m, [None, self._shared(kind, m)],
+        return pa.Array.from_buffers(pa.list_(_ARROW[kind]), m, [None, self._buffer(kind, m)],
                                      children=[child])
 
     def at(self, ec: np.ndarray) -> pa.StructArray:

@@ -105,3 +105,17 @@ def test_a_query_reading_no_published_column_still_runs_and_publishes_every_row(
         assert c.sql("SELECT count(*) FROM kanon_runs").fetchall() == [(2,)]
     finally:
         c.close()
+
+
+@pytest.mark.parametrize("algo, params", [("datafly", ", max_suppression := 0.05"), ("mondrian", "")])
+def test_chunks_of_any_length_and_suppressed_rows(con, algo, params):
+    """A filtered view hands ``__kanon_row`` chunks of many lengths (its shared columns are
+    prefixes of one buffer); with suppression some classes publish ``suppressed``. The same
+    rows as the positional statement over a table of the view's rows."""
+    con.execute("CREATE OR REPLACE VIEW m_sparse AS SELECT * FROM m WHERE hash(id) % 3 <> 1")
+    con.execute("CREATE OR REPLACE TABLE m_dense AS FROM m_sparse")
+    args = f"k := 10, qi := ['n1', 'c1'], algo := '{algo}'{params}"
+    by_row = _rows(con, f"FROM k_anonymize('m_sparse', {args})")
+    assert by_row == _rows(con, f"FROM k_anonymize('m_dense', {args})")
+    suppressed = by_row[0].index("suppressed")
+    assert (algo == "datafly") == any(r[suppressed] for r in by_row[2])
