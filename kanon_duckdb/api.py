@@ -106,9 +106,8 @@ def published(con, res) -> tuple[duckdb.DuckDBPyRelation, int]:
     pinned row assignment: ``STORE.unpin(token)`` when the relation is no longer needed)."""
     from .assignment import STORE, Assignment
     from .output_sql import output_sql
-    from .udfs.anonymize import classes_arrow
-    token = STORE.pin(Assignment(res.row_key, res.generalized.ec, res.data),
-                      (res.run_id, res.data.n_rows, classes_arrow(res)))
+    from .row_values import ClassValues
+    token = STORE.pin(Assignment(res.row_key, res.generalized.ec, res.data), ClassValues(res))
     try:
         return con.sql(output_sql(res.plan, f"__kanon_pass({token})")), token
     except BaseException:

@@ -204,12 +204,13 @@ class Assignment:
 
 class Pass:
     """One scan's counters over an Assignment (a statement that reads the output twice, or the
-    Python API's relation executed twice, gets a fresh pass each time): per-row runs mark each
+    Python API's relation executed twice, gets a fresh pass each time) and what the scan
+    publishes beside the class ids (``payload``: ``row_values.ClassValues``): per-row runs mark each
     used position (``used``), keep the resume point of keys that needed a probe (``resume``,
     zero pages cost no memory until touched) and the last position handed out (``last``)."""
 
-    def __init__(self, assignment: Assignment):
-        self.assignment = assignment
+    def __init__(self, assignment: Assignment, payload=None):
+        self.assignment, self.payload = assignment, payload
         n = assignment.keys.size
         if assignment.counts is None:
             self.used = np.zeros(n, dtype=np.uint8)
@@ -230,12 +231,12 @@ class Assignments:
         self._next = itertools.count(1)
         self._lock = threading.Lock()
 
-    def start(self, assignment: Assignment) -> int:
-        """A new pass over ``assignment``; its token."""
+    def start(self, assignment: Assignment, payload=None) -> int:
+        """A new pass over ``assignment`` carrying ``payload`` (``published_of``); its token."""
         with self._lock:
             self._drop_idle()
             token = next(self._next)
-            self._passes[token] = Pass(assignment)
+            self._passes[token] = Pass(assignment, payload)
         return token
 
     def pin(self, assignment: Assignment, payload) -> int:
@@ -247,13 +248,19 @@ class Assignments:
         return token
 
     def start_pinned(self, token: int) -> tuple:
-        """(a new pass's token, the payload) of a pinned assignment."""
+        """(a new pass's token, the payload) of a pinned assignment; the pass carries the
+        payload too."""
         entry = self._pinned.get(token)
         if entry is None:
             raise ConcurrentChangeError(
                 "this anonymized relation was released (its Python object was deleted); "
                 "call kanon_duckdb.anonymize again")
-        return self.start(entry[0]), entry[1]
+        return self.start(entry[0], entry[1]), entry[1]
+
+    def payload_of(self, token: int):
+        """The payload of pass ``token`` (None for an unknown token)."""
+        p = self._passes.get(token)
+        return None if p is None else p.payload
 
     def unpin(self, token: int) -> None:
         with self._lock:
@@ -261,14 +268,23 @@ class Assignments:
 
     def classes_of(self, token: int, keys: np.ndarray) -> np.ndarray:
         """Class id (int64) of each row key in ``keys``, in order."""
+        return self.published_of(token, keys)[0]
+
+    def published_of(self, token: int, keys: np.ndarray, n_rows: int | None = None) -> tuple:
+        """(``classes_of``, the pass's payload). ``n_rows``: the relation's row count in the
+        reading statement, refused (ConcurrentChangeError) unless the run read as many rows."""
         p = self._passes.get(token)
         if p is None:
             raise ConcurrentChangeError(
                 "k_anonymize: the run's row assignment is gone (the statement was abandoned "
                 f"for more than {IDLE_S:.0f} s?); run it again")
+        a = p.assignment
+        if n_rows is not None and n_rows != a.n:
+            self._passes.pop(token, None)
+            raise ConcurrentChangeError("k_anonymize: the relation changed during the call "
+                                        f"({a.n} rows anonymized, {n_rows} read); run it again")
         keys = np.ascontiguousarray(keys).view(np.uint64)
         out = np.empty(keys.size, dtype=np.int64)
-        a = p.assignment
         with self._lock:  # one scan's chunks arrive from several threads
             if a.counts is None:
                 bad = _hand_out_rows(a.keys, a.slots, a.chain, a.classes, p.used, p.resume,
@@ -286,7 +302,7 @@ class Assignments:
                     else "more rows with some QI values than when it was anonymized")
             raise ConcurrentChangeError(
                 f"k_anonymize: the relation changed during the call ({what}); run it again")
-        return out
+        return out, p.payload
 
     def _drop_idle(self) -> None:
         now = time.monotonic()

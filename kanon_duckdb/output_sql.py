@@ -1,17 +1,20 @@
-"""The SELECT that publishes a run: its classes joined back to a second read of the relation.
+"""The SELECT that publishes a run: each row of a second read of the relation with its class's values.
 
 ``output_sql(plan, run_expr)`` is the whole body of ``k_anonymize`` (the macro is
 ``FROM query(__kanon_sql(...))``, so the plan is computed once per statement, at bind time).
-``run_expr`` yields the run's RUN_TYPE value: ``__kanon_run('<json>')`` (the SQL path: the
-algorithm runs inside the statement) or ``__kanon_pass(<token>)`` (the Python API: the run was
-done before, its assignment is pinned).
+``run_expr`` yields the run's ``row_values.RUN_REF_TYPE`` value (the token of its row
+assignment, the labels): ``__kanon_run('<json>')`` (the SQL path: the algorithm runs inside
+the statement) or ``__kanon_pass(<token>)`` (the Python API: the run was done before, its
+assignment is pinned).
 
 Output columns, in the relation's column order: a non-QI column unchanged, a numeric QI ``c``
 replaced in place by ``c_min, c_max`` (of ``published.bound_type``), a categorical QI by its published label; then ``ec``,
-``ec_size``, ``suppressed``, ``kanon_run``. The per-class table is built first (one row per
-class), so the row-level join carries scalars; each row finds its class through
-``__kanon_ec(token, row key)`` during a parallel scan (see ``assignment``), and a count of the
-relation in its own scan guards against rows that vanished between the two reads.
+``ec_size``, ``suppressed``, ``kanon_run``. Each row gets its class and the class's published
+values from ``__kanon_row(token, row key, row count)`` during a parallel scan (see
+``assignment`` and ``row_values``: one Python call per chunk, no join), which also refuses a
+row count of the relation in its own scan that differs from the run's (rows that vanished
+between the two reads). ``published_layout`` is the same output as a class table (one row per
+class), which the positional statement and the Spark lattice path unnest.
 ``positional_sql`` publishes a run on a base table read in order without the look-up, the
 class table or the count (see its docstring).
 """
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 from .encoding import QIPlan, row_key_sql
 from .published import bound_columns, bound_type
+from .row_values import row_layout
 from .sqlutil import quote_ident
 
 
@@ -71,27 +75,23 @@ def _output_columns(layout: list) -> list:
 
 
 def output_sql(plan: QIPlan, run_expr: str) -> str:
-    cls_cols, layout = published_layout(plan)
-    out_cols = _output_columns(layout)
+    layout = row_layout(plan, "__kanon_r", "__kanon_names")
     src = plan.table_sql
-    changed = sql_string("k_anonymize: the relation changed during the call (rows were deleted); "
-                         "run it again")
-    # the run's constants (run id, row count) ride on each class row: every scalar subquery of
-    # the materialized run costs about 2 ms of planning, the token's is the one left
-    return f"""WITH __kanon_res AS MATERIALIZED (SELECT {run_expr} AS r),
-__kanon_cls AS (
-    SELECT {CLASS_ITEMS}, run_id AS __kanon_crun, n_rows AS __kanon_cn{''.join(', ' + x for x in cls_cols)}
-    FROM (SELECT r.classes AS c, r.run_id AS run_id, r.n_rows AS n_rows FROM __kanon_res)
-),
-__kanon_rows AS (
-    SELECT *, __kanon_ec((SELECT r.token FROM __kanon_res), {row_key_sql(plan)}) AS __kanon_ec
+    cols = [f"__kanon_rows.{quote_ident(name)}" if expr is None else f"{expr} AS {quote_ident(name)}"
+            for name, expr in layout]
+    names = (",\n    (SELECT r.names AS __kanon_names FROM __kanon_res) AS __kanon_labels"
+             if plan.categorical else "")
+    # the filter keeps every row's __kanon_row call (and with it the run and the change guard)
+    # when the caller reads none of its fields: DuckDB drops an unread projection, not a filter
+    return f"""WITH __kanon_res AS MATERIALIZED (SELECT {run_expr} AS r)
+SELECT {', '.join(cols)},
+    __kanon_r.ec AS ec, __kanon_r.size AS ec_size, __kanon_r.sup AS suppressed, __kanon_r.run AS kanon_run
+FROM (
+    SELECT *, __kanon_row((SELECT r.token FROM __kanon_res), {row_key_sql(plan)},
+                          (SELECT count(*) FROM {src})) AS __kanon_r
     FROM {src}
-)
-SELECT {', '.join(out_cols)},
-    CASE WHEN (SELECT count(*) FROM {src}) IS DISTINCT FROM __kanon_cn
-         THEN error({changed}) ELSE __kanon_rows.__kanon_ec END AS ec,
-    __kanon_csize AS ec_size, __kanon_csup AS suppressed, __kanon_crun AS kanon_run
-FROM __kanon_rows JOIN __kanon_cls ON __kanon_rows.__kanon_ec = __kanon_cls.__kanon_cec"""
+) AS __kanon_rows{names}
+WHERE __kanon_r IS NOT NULL"""
 
 
 def positional_sql(plan: QIPlan, rows_expr: str) -> str:

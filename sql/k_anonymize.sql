@@ -10,7 +10,8 @@
 -- __kanon_sql (udfs/anonymize.py) runs once, at bind time: it validates the arguments and returns
 -- the statement (kanon_duckdb/output_sql.py) that runs the algorithm once and pairs each row of
 -- a second read of the relation with its published values: by position for a base table
--- (positional_sql), else by (QI values, ordinal) through the class table (output_sql); no rowid.
+-- (positional_sql), else by (QI values, ordinal), each row handed its class's values (output_sql,
+-- row_values.py); no rowid.
 -- A DataFrame/Arrow object registered on the caller's connection (con.register) is read through
 -- the same Python object: getvariable('__kanon_conn_id') (0: none registered) tells the UDFs whose (kanon_duckdb/registered.py).
 -- TEMP tables and pre-import objects are read in the caller's own query (kanon_duckdb/caller_read.py).

@@ -298,7 +298,7 @@ def test_a_run_failing_after_it_was_recorded_leaves_no_run_row(tmp_path, monkeyp
         monkeypatch.setattr(udf_anonymize, "rows_arrow", boom)
     else:
         monkeypatch.setattr(udf_anonymize, "POSITIONAL_ROWS", 0)
-        monkeypatch.setattr(type(assignment.STORE), "classes_of", boom)
+        monkeypatch.setattr(type(assignment.STORE), "published_of", boom)  # the row look-up
     for target in (["--out", "t"], ["--db", str(tmp_path / "s.duckdb"), "--out", str(tmp_path / "o.parquet")]):
         assert cli.main(["anonymize", str(db), "--table", "src", "--k", "3", "--qi", "age",
                          *target]) == 1

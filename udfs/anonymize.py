@@ -9,10 +9,13 @@ statement that publishes the run, with the checked arguments as JSON inside the 
 ``output_sql.output_sql`` over ``__kanon_run('<json>')``.
 ``__kanon_publish(json)`` runs the algorithm once and returns every row's published values in
 first-read order, which the statement pairs with its own scan by position.
-``__kanon_run(json)`` runs the algorithm once and returns the per-class published values as one
-STRUCT value plus a token for its row→class assignment; ``__kanon_pass(token)`` does the same for
-a run the Python API made before (pinned). ``__kanon_ec(token, row key)`` maps each row of the
-second, parallel scan to its class (``assignment``), chunk by chunk.
+``__kanon_run(json)`` runs the algorithm once and returns the token of its row→class
+assignment, whose pass carries the classes' published values (``row_values.ClassValues``),
+and the labels the rows' label positions index (``row_values.RUN_REF_TYPE``);
+``__kanon_pass(token)`` does the same for a run the Python API made before (pinned).
+``__kanon_row(token, row key, row count)`` gives each row of the second, parallel scan its
+class and published values (``row_values.ROW_TYPE``), chunk by chunk. ``__kanon_ec(token, row
+key)`` gives the class id alone (the caller-read path's class join, ``caller_read``).
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ import pyarrow as pa
 
 from kanon_duckdb import interrupt
 from kanon_duckdb.arrowconv import from_numpy, repeat_string, strings, to_numpy
+from kanon_duckdb.row_values import ROW_TYPE, RUN_REF_TYPE
 from kanon_duckdb.udf_spec import UDF, UdfContext, first_value
 
 _PUBLISHED = ("ec BIGINT[], size BIGINT[], suppressed BOOLEAN[], lo_i BIGINT[][], hi_i BIGINT[][], "
@@ -86,63 +90,41 @@ def rows_in_order(cur, res) -> tuple:
 
 def _published(res, rows) -> pa.StructArray:
     """``classes_arrow`` (``rows`` None), or its fields taken at each class id of ``rows``:
-    each kind of field is built per class as one (fields x classes) block, then taken at
-    ``rows`` in one gather per block (O(classes x QIs + rows x QIs))."""
-    g, plan, data = res.generalized, res.plan, res.data
-    C = g.n_classes
+    the per-class values (``row_values.class_columns``) as (fields x classes) blocks, each
+    taken at ``rows`` in one gather per block (O(classes x QIs + rows x QIs))."""
+    from kanon_duckdb.row_values import class_columns
+    cols = class_columns(res)
+    C = cols.size.size
     n_out = C if rows is None else len(rows)
-    num_names = data.num_names
-    int_cols = [num_names.index(c) for c in plan.integer]
-    flt_cols = [i for i, c in enumerate(num_names) if c not in plan.integer]
+    n_int, n_flt, n_cat = cols.lo_i.shape[0], cols.lo_f.shape[0], cols.label.shape[0]
 
     def at(block):
         # a (fields x classes) block -> (fields x n_out), each field contiguous
         return block if rows is None else np.take(block, rows, axis=1)
 
-    def num_blocks(cols, as_int):
-        # coordinates -> exact published values through each column's codec (codec.py):
-        # lo of every column, then hi of every column, per class
-        if as_int:
-            pairs = [data.codec(j).decode_int(src[:, j]) if data.codec(j) is not None
-                     else (np.where(np.isnan(src[:, j]), 0, src[:, j]).astype(np.int64),
-                           np.isnan(src[:, j])) for src in (g.lo, g.hi) for j in cols]
-            vals = at(np.array([p[0] for p in pairs], dtype=np.int64).reshape(len(pairs), C))
-            mask = at(np.array([p[1] for p in pairs], dtype=bool).reshape(len(pairs), C))
-            return [(from_numpy(vals[h * len(cols):(h + 1) * len(cols)].reshape(-1), pa.int64(),
-                                mask=mask[h * len(cols):(h + 1) * len(cols)].reshape(-1)))
-                    for h in (0, 1)]
-        vals = at(np.array([data.decode_float(j, src[:, j]) for src in (g.lo, g.hi) for j in cols],
-                           dtype=np.float64).reshape(2 * len(cols), C))
-        halves = [vals[h * len(cols):(h + 1) * len(cols)].reshape(-1) for h in (0, 1)]
-        return [from_numpy(v, pa.float64(), mask=np.isnan(v)) for v in halves]
-
-    lo_i, hi_i = num_blocks(int_cols, True)
-    lo_f, hi_f = num_blocks(flt_cols, False)
+    lo_i, hi_i = [from_numpy(at(v).reshape(-1), pa.int64(), mask=at(m).reshape(-1))
+                  for v, m in ((cols.lo_i, cols.null_lo_i), (cols.hi_i, cols.null_hi_i))]
+    lo_f, hi_f = [from_numpy(v, pa.float64(), mask=np.isnan(v))
+                  for v in (at(cols.lo_f).reshape(-1), at(cols.hi_f).reshape(-1))]
     # node ids per tree, tree after tree, as indices into one dictionary of every tree's labels
     # (DuckDB decodes it, cheaper than materializing the strings here); a NULL label (the NULL
     # leaf) is a NULL index
     labels = strings([])
-    if data.dc:
-        names = [label for t in data.trees for label in t.labels]
-        starts = np.cumsum([0] + [len(t.labels) for t in data.trees])[:data.dc].astype(np.int32)
-        index = at(np.ascontiguousarray(g.nodes[:, :data.dc].T, dtype=np.int32)
-                   + starts[:, None]).reshape(-1)
-        null = np.fromiter((v is None for v in names), dtype=bool, count=len(names))
+    if n_cat:
+        index = at(cols.label).reshape(-1)
+        null = np.fromiter((v is None for v in cols.names), dtype=bool, count=len(cols.names))
         labels = pa.DictionaryArray.from_arrays(
             from_numpy(index, pa.int32(), mask=null[index] if null.any() else None),
-            strings(names))
-    sup = np.zeros(C, dtype=bool)
-    if g.suppressed is not None:
-        sup = np.bincount(g.ec, weights=g.suppressed.astype(np.float64), minlength=C) > 0
+            strings(cols.names))
     ec = np.arange(C) if rows is None else rows.astype(np.int64)
-    size = np.asarray(g.size, dtype=np.int64)
+    size, sup = cols.size, cols.sup
     return pa.StructArray.from_arrays(
         [_one_list(from_numpy(ec, pa.int64())),
          _one_list(from_numpy(size if rows is None else size[rows], pa.int64())),
          _one_list(from_numpy(sup if rows is None else sup[rows], pa.bool_())),
-         _columns_list(lo_i, n_out, len(int_cols)), _columns_list(hi_i, n_out, len(int_cols)),
-         _columns_list(lo_f, n_out, len(flt_cols)), _columns_list(hi_f, n_out, len(flt_cols)),
-         _columns_list(labels, n_out, data.dc)],
+         _columns_list(lo_i, n_out, n_int), _columns_list(hi_i, n_out, n_int),
+         _columns_list(lo_f, n_out, n_flt), _columns_list(hi_f, n_out, n_flt),
+         _columns_list(labels, n_out, n_cat)],
         names=["ec", "size", "suppressed", "lo_i", "hi_i", "lo_f", "hi_f", "labels"])
 
 
@@ -233,13 +215,19 @@ def run_on(con, ctx: UdfContext, cur, source, args: dict, in_row_order: bool = F
                          in_row_order=in_row_order)
 
 
-def run_and_store(con, ctx: UdfContext, cur, source, args: dict):
+def run_and_store(con, ctx: UdfContext, cur, source, args: dict, values: bool = False):
     """``run_on``, keeping the run's row assignment for the second read: (AnonymizationResult,
-    assignment token). The one home of that step for the base-table path (``__kanon_run``) and
-    the caller-read path (``__kanon_run_rows``)."""
+    assignment token). The one home of that step for the statement of ``output_sql``
+    (``__kanon_run``, ``values``: the pass carries the classes' published values,
+    ``row_values.ClassValues``, for ``__kanon_row``) and the caller-read path
+    (``__kanon_run_rows``)."""
     from kanon_duckdb.assignment import STORE, Assignment
     res = run_on(con, ctx, cur, source, args)
-    return res, STORE.start(Assignment(res.row_key, res.generalized.ec, res.data))
+    payload = None
+    if values:
+        from kanon_duckdb.row_values import ClassValues
+        payload = ClassValues(res)
+    return res, STORE.start(Assignment(res.row_key, res.generalized.ec, res.data), payload)
 
 
 # Above this many rows (the catalog's estimate) a statement joins the class table to a parallel
@@ -264,8 +252,8 @@ def read_in_order(source) -> bool:
 
 
 def declare(ctx: UdfContext) -> list[UDF]:
-    """``__kanon_sql``, ``__kanon_run``, ``__kanon_publish``, ``__kanon_pass`` and ``__kanon_ec``
-    on ``ctx.con``."""
+    """``__kanon_sql``, ``__kanon_run``, ``__kanon_publish``, ``__kanon_pass``, ``__kanon_row``
+    and ``__kanon_ec`` on ``ctx.con``."""
     con = ctx.con
 
     def kanon_sql(tbl, spec_json):
@@ -304,12 +292,13 @@ def declare(ctx: UdfContext) -> list[UDF]:
         try:
             from kanon_duckdb import registered
             registered.expose(cur, args.get("conn"), args["tbl"])  # a registered object: on cur
-            res, token = run_and_store(con, ctx, cur, QIPlan(**args["plan"]), args)
+            res, token = run_and_store(con, ctx, cur, QIPlan(**args["plan"]), args, values=True)
         finally:
             cur.close()
         n_rows = res.data.n_rows
-        out = run_value(res.run_id, token, n_rows, classes_arrow(res))
         del res
+        from kanon_duckdb.assignment import STORE
+        out = STORE.payload_of(token).ref(token)
         from kanon_duckdb.heap import release_freed
         release_freed(n_rows)  # before DuckDB writes the output on top of the run's freed memory
         return pa.concat_arrays([out] * len(args_json)) if len(args_json) != 1 else out
@@ -332,9 +321,14 @@ def declare(ctx: UdfContext) -> list[UDF]:
 
     def kanon_pass(pinned):
         from kanon_duckdb.assignment import STORE
-        token, (run_id, n_rows, classes) = STORE.start_pinned(first_value(pinned))
-        out = run_value(run_id, token, n_rows, classes)
+        token, values = STORE.start_pinned(first_value(pinned))
+        out = values.ref(token)
         return pa.concat_arrays([out] * len(pinned)) if len(pinned) != 1 else out
+
+    def kanon_row(token, key, n_rows):
+        from kanon_duckdb.assignment import STORE
+        ec, values = STORE.published_of(first_value(token), to_numpy(key), first_value(n_rows))
+        return values.at(ec)
 
     def kanon_ec(token, key):
         from kanon_duckdb.assignment import STORE
@@ -343,7 +337,8 @@ def declare(ctx: UdfContext) -> list[UDF]:
     return [
         UDF("__kanon_ec", kanon_ec, ("BIGINT", "UBIGINT"), "BIGINT", side_effects=True),
         UDF("__kanon_sql", kanon_sql, ("VARCHAR", "VARCHAR"), "VARCHAR"),
-        UDF("__kanon_run", kanon_run, ("VARCHAR",), RUN_TYPE, side_effects=True),
+        UDF("__kanon_row", kanon_row, ("BIGINT", "UBIGINT", "BIGINT"), ROW_TYPE, side_effects=True),
+        UDF("__kanon_run", kanon_run, ("VARCHAR",), RUN_REF_TYPE, side_effects=True),
         UDF("__kanon_publish", kanon_publish, ("VARCHAR",), ROWS_TYPE, side_effects=True),
-        UDF("__kanon_pass", kanon_pass, ("BIGINT",), RUN_TYPE, side_effects=True),
+        UDF("__kanon_pass", kanon_pass, ("BIGINT",), RUN_REF_TYPE, side_effects=True),
     ]

@@ -102,12 +102,12 @@ def _output_schema(df, plan):
 
     from ..output_sql import output_sql
     from ..registration import register
-    from ..udfs.anonymize import RUN_TYPE
+    from ..row_values import RUN_REF_TYPE
     con = duckdb.connect()
     try:
         register(con)
         con.register("spark_df", to_arrow_schema(df.schema).empty_table())
-        out = con.sql(output_sql(plan, f"CAST(NULL AS {RUN_TYPE})")).limit(0).arrow()
+        out = con.sql(output_sql(plan, f"CAST(NULL AS {RUN_REF_TYPE})")).limit(0).arrow()
         schema = out.schema if hasattr(out, "schema") else out.read_all().schema
     finally:
         con.close()
