@@ -20,7 +20,7 @@ from . import objectives
 from .algorithms import get_algorithm
 from .algorithms.base import Partition, no_progress
 from .qidata import QIData
-from .encoding import QIPlan, encode, group_rows, plan_qis, resolve_column
+from .encoding import QIPlan, encode, group_rows, plan_qis, resolve_column, with_key_columns
 from .errors import InfeasibleError, InvalidParameterError
 from .generalize import Generalized, generalize, per_qi_loss
 from .params import coerce_params
@@ -108,6 +108,7 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
     weights = objectives.check_weights(params.pop("weights", None), plan.qi)
     extra = extra_columns(plan, algorithm, params, given)
     sensitive = privacy_hooks.sensitive_columns(plan, sensitive, models, extra)
+    plan = with_key_columns(plan, sensitive)
     taxonomies = check_taxonomies_param(taxonomies, plan.qi)
     with compile_notice(algorithm.name):  # says so when numba compiles (first use only)
         # full-domain algorithms read the histogram of distinct (QI, sensitive) tuples: their

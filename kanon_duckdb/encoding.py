@@ -18,7 +18,7 @@ from __future__ import annotations
 import difflib
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pyarrow as pa
@@ -52,6 +52,9 @@ class QIPlan:
     categorical: list    # categorical QIs (in qi order)
     types: dict          # column -> SQL type
     columns: list        # all columns of the table
+    # non-QI columns hashed into the row key after the QIs (the sensitive columns: rows that
+    # differ there are not interchangeable under l-diversity / t-closeness); see row_key_sql
+    key_columns: list = field(default_factory=list)
 
 
 def _as_list(x, what):
@@ -138,10 +141,22 @@ def resolve_column(plan: QIPlan, c, *, what, required=True):
 
 
 def row_key_sql(plan: QIPlan) -> str:
-    """SQL of a row's join key: the 64-bit hash of its raw QI values. Rows with equal QI tuples
-    are interchangeable for the guarantee and for truthfulness, so the second read of the
-    relation gives each row a class by (key, ordinal among equal keys): no rowid needed."""
-    return "hash(" + ", ".join(quote_ident(c) for c in plan.qi) + ")"
+    """SQL of a row's join key: the 64-bit hash of its raw QI values, then of its
+    ``plan.key_columns`` (the sensitive columns, ``with_key_columns``). Rows with equal QI tuples
+    are interchangeable for the guarantee and for truthfulness, and with equal sensitive values
+    also for the privacy models, so the second read of the relation gives each row a class by
+    (key, ordinal among equal keys): no rowid needed, whatever order that read returns."""
+    return "hash(" + ", ".join(quote_ident(c) for c in plan.qi + list(plan.key_columns)) + ")"
+
+
+def with_key_columns(plan: QIPlan, sensitive: list) -> QIPlan:
+    """``plan`` whose row key (``row_key_sql``) also hashes the ``sensitive`` columns (resolved
+    names, in the order given): an algorithm may put rows of one QI tuple into different
+    classes, and under a sensitive-value model those rows are interchangeable only when their
+    sensitive values are equal too. The one home of that rule (the statement built at bind
+    time, the run and the caller-read path use it)."""
+    cols = [c for c in sensitive if c not in plan.qi]
+    return plan if list(plan.key_columns) == cols else replace(plan, key_columns=cols)
 
 
 def read_row_keys(con, plan: QIPlan) -> np.ndarray:

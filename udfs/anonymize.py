@@ -149,8 +149,9 @@ def checked_options(tbl, spec: dict, qi) -> dict:
     from kanon_duckdb.privacy.spec import parse_models
     algo_params, privacy_params, _local = split_params(algo, params)
     coerce_params(algo, algo_params)
-    parse_models(privacy_params, k, algo.name)
+    sensitive = parse_models(privacy_params, k, algo.name)[1]
     return {"tbl": getattr(tbl, "name", tbl), "conn": spec.get("conn"), "k": k, "algo": algo.name,
+            "sensitive": list(sensitive),
             "qi": qi, "seed": spec.get("seed"), "numeric": spec.get("numeric"),
             "categorical": spec.get("categorical"), "params": params,
             "taxonomies": spec.get("taxonomies")}
@@ -163,6 +164,9 @@ def checked_spec(cur, tbl, spec: dict) -> tuple:
     args = checked_options(tbl, spec, None)  # k, algo, parameters first, as the user reads them
     plan = plan_qis(cur, tbl, spec.get("qi"), spec.get("numeric"), spec.get("categorical"))
     args["qi"] = plan.qi
+    from kanon_duckdb.encoding import with_key_columns
+    from kanon_duckdb.privacy.hooks import sensitive_columns
+    plan = with_key_columns(plan, sensitive_columns(plan, args["sensitive"], (), []))
     from kanon_duckdb.objectives import check_weights
     check_weights(args["params"].get("weights"), plan.qi)  # its names are QIs: refused before the run
     args["plan"] = dataclasses.asdict(plan)  # the run reuses it: planned once per statement
