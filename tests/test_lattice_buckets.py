@@ -60,6 +60,16 @@ def _suppressed(cnt, k):
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+def _maybe_table_below(draw, ch, high):
+    """None (group the tuples) or, drawn, the cached table (rep, cnt, codes, node) of a node
+    below ``high`` to roll up from."""
+    if not draw.draw(st.booleans()):
+        return None
+    low = tuple(draw.draw(st.integers(0, int(h))) for h in high)
+    rep, cnt, _, kc = ch._run_kernels(low)
+    return rep, cnt, kc, low
+
 @given(tables(), st.data())
 def test_bucketed_grouping_equals_the_plain_one(data, draw):
     """group_buckets over the rows of a histogram or over a cached table below the node, any
@@ -77,11 +87,7 @@ def test_bucketed_grouping_equals_the_plain_one(data, draw):
     stop_sup = draw.draw(st.sampled_from([0, 1, 4, _NO_CAP]))
     pbits = draw.draw(st.integers(1, 5))
     nthr = draw.draw(st.integers(1, 4))
-    tab = None
-    if draw.draw(st.booleans()):  # roll up from a table of a node below
-        low = tuple(draw.draw(st.integers(0, int(h))) for h in high)
-        rep, cnt, _, kc = ch._run_kernels(low)
-        tab = (rep, cnt, kc, low)
+    tab = _maybe_table_below(draw, ch, high)
     want_rep, want_cnt, _, want_kc = ch._run_kernels(high, tab)
     *args, ks, live = ch._kernel_args(high, tab)
     c = space.t if tab is None else tab[0].shape[0]
@@ -111,6 +117,26 @@ def buckets_everywhere(monkeypatch):
     return calls
 
 
+def _assert_stopping_checker_counts_in_full(data, k, ms, loss, rnd, keep):
+    """A stopping checker with a small table cache, over every node in a random order (keeping
+    a node's table when ``keep()`` says so), gives each node the feasibility, loss and suppressed
+    count of a checker that counts the node in full."""
+    k = min(k, data.n)
+    space = build_space(data)
+    nodes = all_nodes(space)
+    rnd.shuffle(nodes)
+    fast = NodeChecker(space, k, ms, loss, stop_early=True, cache_entries=4, cache_rows=data.n)
+    for node in nodes:
+        plain = NodeChecker(space, k, ms, loss).check(node)
+        got = fast.check(node, keep_table=keep())
+        assert got.feasible == plain.feasible, node
+        assert got.loss == plain.loss or (math.isinf(got.loss) and math.isinf(plain.loss))
+        if got.n_suppressed >= 0:
+            assert got.n_suppressed == plain.n_suppressed
+        else:
+            assert not plain.feasible
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tables(), st.integers(1, 5), st.sampled_from([0.0, 0.1, 0.3]),
        st.sampled_from(["log", "gcp"]), st.randoms(use_true_random=False))
@@ -122,21 +148,19 @@ def test_bucketed_checker_keeps_every_node_result(data, k, ms, loss, rnd):
         mp.setattr(checker, "BUCKET_ROWS", 2)
         mp.setattr(checker, "DENSE_STOP_MAX", 0)
         mp.setattr(checker, "KEEP_TABLE_MAX", 0)
-        k = min(k, data.n)
-        space = build_space(data)
-        nodes = all_nodes(space)
-        rnd.shuffle(nodes)
-        fast = NodeChecker(space, k, ms, loss, stop_early=True, cache_entries=4,
-                           cache_rows=data.n)
-        for node in nodes:
-            plain = NodeChecker(space, k, ms, loss).check(node)
-            got = fast.check(node, keep_table=rnd.random() < 0.5)
-            assert got.feasible == plain.feasible, node
-            assert got.loss == plain.loss or (math.isinf(got.loss) and math.isinf(plain.loss))
-            if got.n_suppressed >= 0:
-                assert got.n_suppressed == plain.n_suppressed
-            else:
-                assert not plain.feasible
+        _assert_stopping_checker_counts_in_full(data, k, ms, loss, rnd, lambda: rnd.random() < 0.5)
+
+
+def _assert_stopping_search_finds_the_full_counts_node(data, loss):
+    """``optimal`` with a stopping checker publishes the node, with its loss, that it finds with
+    a checker counting every node in full, for three (k, suppression) pairs."""
+    space = build_space(data)
+    for k, ms in ((5, 0.0), (10, 0.02), (25, 0.1)):
+        a = NodeChecker(space, k, ms, loss, stop_early=True)
+        b = NodeChecker(space, k, ms, loss)
+        got, want = optimal.search(a)[0], optimal.search(b)[0]
+        assert got == want
+        assert a.check(got).loss == b.check(want).loss
 
 
 @pytest.mark.parametrize("loss", ["log", "gcp"])
@@ -145,14 +169,7 @@ def test_bucketed_search_publishes_the_plain_searchs_node(buckets_everywhere, lo
     node and loss of a checker that counts every node in full; the buckets were used and some
     grouping stopped on the suppression limit."""
     from test_lattice import two_numeric_one_tree_data
-    data = two_numeric_one_tree_data(7)
-    space = build_space(data)
-    for k, ms in ((5, 0.0), (10, 0.02), (25, 0.1)):
-        a = NodeChecker(space, k, ms, loss, stop_early=True)
-        b = NodeChecker(space, k, ms, loss)
-        got, want = optimal.search(a)[0], optimal.search(b)[0]
-        assert got == want
-        assert a.check(got).loss == b.check(want).loss
+    _assert_stopping_search_finds_the_full_counts_node(two_numeric_one_tree_data(7), loss)
     assert buckets_everywhere and min(buckets_everywhere) < _NO_CAP  # a limit stop was armed
 
 
@@ -311,11 +328,7 @@ def test_dense_grouping_equals_the_plain_one(data, draw):
     high = draw.draw(st.sampled_from(all_nodes(space)))
     cap = draw.draw(st.sampled_from([0, 1, 3, space.t, _NO_CAP]))
     nthr = draw.draw(st.integers(1, 4))
-    tab = None
-    if draw.draw(st.booleans()):  # roll up from a table of a node below
-        low = tuple(draw.draw(st.integers(0, int(h))) for h in high)
-        rep, cnt, _, kc = ch._run_kernels(low)
-        tab = (rep, cnt, kc, low)
+    tab = _maybe_table_below(draw, ch, high)
     want_rep, want_cnt, _, want_kc = ch._run_kernels(high, tab)
     *args, ks, _ = ch._kernel_args(high, tab)
     c = space.t if tab is None else tab[0].shape[0]
@@ -363,21 +376,7 @@ def test_dense_kept_tables_keep_every_node_result(data, k, ms, loss, rnd):
         calls = []
         real = K.group_dense
         mp.setattr(K, "group_dense", lambda *a: calls.append(1) or real(*a))
-        k = min(k, data.n)
-        space = build_space(data)
-        nodes = all_nodes(space)
-        rnd.shuffle(nodes)
-        fast = NodeChecker(space, k, ms, loss, stop_early=True, cache_entries=4,
-                           cache_rows=data.n)
-        for node in nodes:
-            plain = NodeChecker(space, k, ms, loss).check(node)
-            got = fast.check(node, keep_table=True)
-            assert got.feasible == plain.feasible, node
-            assert got.loss == plain.loss or (math.isinf(got.loss) and math.isinf(plain.loss))
-            if got.n_suppressed >= 0:
-                assert got.n_suppressed == plain.n_suppressed
-            else:
-                assert not plain.feasible
+        _assert_stopping_checker_counts_in_full(data, k, ms, loss, rnd, lambda: True)
         assert calls or data.n < 2
 
 
@@ -390,12 +389,5 @@ def test_dense_search_publishes_the_plain_searchs_node(monkeypatch, loss):
     calls = []
     real = K.group_dense
     monkeypatch.setattr(K, "group_dense", lambda *a: calls.append(1) or real(*a))
-    data = two_numeric_one_tree_data(7)
-    space = build_space(data)
-    for k, ms in ((5, 0.0), (10, 0.02), (25, 0.1)):
-        a = NodeChecker(space, k, ms, loss, stop_early=True)
-        b = NodeChecker(space, k, ms, loss)
-        got, want = optimal.search(a)[0], optimal.search(b)[0]
-        assert got == want
-        assert a.check(got).loss == b.check(want).loss
+    _assert_stopping_search_finds_the_full_counts_node(two_numeric_one_tree_data(7), loss)
     assert calls
