@@ -59,8 +59,6 @@ def _suppressed(cnt, k):
     return int(cnt[cnt < k].sum())
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
 def _maybe_table_below(draw, ch, high):
     """None (group the tuples) or, drawn, the cached table (rep, cnt, codes, node) of a node
     below ``high`` to roll up from."""
@@ -70,6 +68,8 @@ def _maybe_table_below(draw, ch, high):
     rep, cnt, _, kc = ch._run_kernels(low)
     return rep, cnt, kc, low
 
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tables(), st.data())
 def test_bucketed_grouping_equals_the_plain_one(data, draw):
     """group_buckets over the rows of a histogram or over a cached table below the node, any
@@ -104,6 +104,7 @@ def test_bucketed_grouping_equals_the_plain_one(data, draw):
         assert full.dtype == want_kc.dtype
 
 
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @pytest.fixture
 def buckets_everywhere(monkeypatch):
     """Every stopping grouping of more than one input runs in buckets."""

@@ -974,12 +974,14 @@ def _key_digits(rest, nstrides, keyspace, kc):
 
 
 @njit
-def _zero_listed(slots, scratch, nk, cap):
-    """Zero every range's slots of the keys it listed (a range that stopped listed cap + 1 keys
-    and counted no other)."""
+def _stopped_dense(slots, scratch, nk, cap, d, like):
+    """``group_dense``'s stopped result, after zeroing every range's slots of the keys it listed
+    (a range that stopped listed cap + 1 keys and counted no other)."""
     for th in range(slots.shape[0]):
         for i in range(min(nk[th], cap + 1)):
             slots[th, scratch[th, 0, i]] = 0
+    return (True, np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int64),
+            np.empty((d, 0), dtype=like.dtype))
 
 
 @njit_parallel
@@ -1015,9 +1017,7 @@ def group_dense(src, cols, lut, lutoff, use_lut, rep, cnt, identity, strides, ke
             stopped = True
         total += nk[th]
     if stopped:
-        _zero_listed(slots, scratch, nk, cap)
-        return (True, np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int64),
-                np.empty((d, 0), dtype=like.dtype))
+        return _stopped_dense(slots, scratch, nk, cap, d, like)
     lim = min(total, cap + 1)
     out_rep = np.empty(lim, dtype=np.int32)
     out_cnt = np.empty(lim, dtype=np.int64)
@@ -1043,9 +1043,7 @@ def group_dense(src, cols, lut, lutoff, use_lut, rep, cnt, identity, strides, ke
         if stopped:
             break
     if stopped:
-        _zero_listed(slots, scratch, nk, cap)
-        return (True, np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int64),
-                np.empty((d, 0), dtype=like.dtype))
+        return _stopped_dense(slots, scratch, nk, cap, d, like)
     kc = np.empty((d, nout), dtype=like.dtype)
     _key_digits(rest[:nout], nstrides, keyspace, kc)
     return False, out_rep[:nout].copy(), out_cnt[:nout].copy(), kc
