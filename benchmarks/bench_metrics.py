@@ -2,13 +2,14 @@
 
 Prints, for ``gcp``, ``gen_total_il`` and ``kanon_qi_loss`` on the table ``big`` (n rows, 3
 numeric QIs published as c_min/c_max, 2 categorical QIs, one with a tree, 1 class in 1000
-suppressed; the shape of tests/test_metrics_perf.py), the median and best of ``--repeat`` runs,
+suppressed; the shape of tests/test_metrics_large.py), the median and best of ``--repeat`` runs,
 and the same for a baseline measured in the same process: the hand-written GCP of that fixed
 schema in plain SQL (one scan, no macro), with the ratio metric / baseline. ``--inf`` puts
 +-inf bounds in a few rows (the exact second pass of kanon_qi_loss runs).
 
     PYTHONPATH=. python benchmarks/bench_metrics.py            # 1M rows
     PYTHONPATH=. python benchmarks/bench_metrics.py --rows 200000 --inf
+    PYTHONPATH=. python benchmarks/bench_metrics.py --all --repeat 3   # every metric macro
 """
 from __future__ import annotations
 
@@ -64,12 +65,20 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=9)
     ap.add_argument("--inf", action="store_true", help="a few +-inf bounds (exact second pass)")
+    ap.add_argument("--all", action="store_true", help="also every other metric macro")
     args = ap.parse_args()
     con = kanon_duckdb.connect()
     build(con, args.rows, args.inf)
     queries = {"baseline (plain SQL GCP)": BASELINE, "gcp('big')": "SELECT gcp('big')",
                "gen_total_il('big')": "SELECT gen_total_il('big')",
                "kanon_qi_loss('big')": "FROM kanon_qi_loss('big')"}
+    if args.all:
+        qi = "['age', 'edu', 'x', 'job', 'sex']"
+        for m in ["total_il('big')", "discernibility('big')", "cavg('big')", "suppression('big')",
+                  "cm('big', 'income')", "info_loss('big')", "log_level('big')",
+                  f"k_anonymity('big', {qi})", f"l_diversity('big', {qi}, 'income')",
+                  f"t_closeness('big', {qi}, 'income')", f"reidentification_risk('big', {qi})"]:
+            queries[m] = "SELECT " + m
     for sql in queries.values():  # warm-up: UDFs, catalog
         con.execute(sql).fetchall()
     times = {name: [] for name in queries}

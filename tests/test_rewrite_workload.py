@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import math
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -122,12 +121,8 @@ def adult():
 @pytest.mark.slow
 def test_workload_error_adult_1000_queries(adult):
     adult.execute("CREATE TABLE wl AS FROM query_workload('adult', n := 1000, seed := 0, dims := 2)")
-    start = time.perf_counter()
     row = adult.execute("FROM workload_error('wl', 'adult', 'adult_gen')").fetchall()[0]
-    elapsed = time.perf_counter() - start
-    print(f"\nworkload_error, 1000 queries on Adult: {elapsed:.2f} s -> {row}")
     assert row[0] == 1000 and 0 < row[2] < 10
-    assert elapsed < 60  # a benchmark, not a timing test: the target (5 s) is reported, not asserted
     sample = adult.execute("FROM wl ORDER BY qid LIMIT 25").fetchall()
     fast = dict((q, (a, e)) for q, a, e, _ in adult.execute(
         "FROM workload_query_errors('wl', 'adult', 'adult_gen') WHERE qid <= 25").fetchall())
