@@ -130,7 +130,8 @@ class PackedTrees(NamedTuple):
     leaf_off: np.ndarray    # int64 (dc + 1,)
     parent: np.ndarray      # int32, local parent id (-1 at the root)
     leaf_hi: np.ndarray     # int32, last leaf ordinal under the node
-    n_leaves: np.ndarray    # int32
+    n_leaves: np.ndarray    # int32, leaves as NCP counts them (TaxonomyIndex.table_leaves:
+    #                         the NULL policy's leaf left out of the root's count, as gcp())
     node_off: np.ndarray    # int64 (dc + 1,)
     sub_height: np.ndarray  # int32, height of the node's subtree
     leaf_lo: np.ndarray     # int32, first leaf ordinal under the node
@@ -164,6 +165,6 @@ def pack_trees(trees) -> PackedTrees:
     return PackedTrees(cat([t.leaf_node for t in trees], np.int32), leaf_off,
                        cat([t.parent for t in trees], np.int32),
                        cat([t.leaf_hi for t in trees], np.int32),
-                       cat([t.n_leaves for t in trees], np.int32), node_off,
+                       cat([t.table_leaves() for t in trees], np.int32), node_off,
                        cat([t.sub_height for t in trees], np.int32),
                        cat([t.leaf_lo for t in trees], np.int32))
