@@ -144,6 +144,7 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
         n_sup = (int(data.row_counts()[part.suppressed].sum())
                  if part.suppressed is not None else 0)
         ranges = [data.value_range(j) for j in range(data.dn)]
+        int_ranges = [data.int_range(j) for j in range(data.dn)]
         run_id = record_run(con, RunRecord(
             source=plan.table, k=k, algo=algorithm.name, qi=plan.qi, numeric_qi=plan.numeric,
             categorical_qi=plan.categorical,
@@ -154,7 +155,8 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
             qi_loss=[loss[order[c]] for c in plan.qi], weights=part.info.get("weights"),
             details=part.info, num_lo=[r[0] for r in ranges], num_hi=[r[1] for r in ranges],
             qi_trees=[(data.tree_attrs or {}).get(c) for c in plan.qi],
-            qi_weights=objectives.per_qi(weights, plan.qi) if weights else None))
+            qi_weights=objectives.per_qi(weights, plan.qi) if weights else None,
+            int_lo=[r and r[0] for r in int_ranges], int_hi=[r and r[1] for r in int_ranges]))
     return AnonymizationResult(run_id, plan, data, row_key, g, part, elapsed, params, rows)
 
 
@@ -173,7 +175,8 @@ def with_ranges(data: QIData, ranges) -> QIData:
         else:
             if c.kind == "offset":
                 lo[j], hi[j] = g_lo - c.base, g_hi - c.base
-            codecs[j] = replace(c, value_lo=float(g_lo), value_hi=float(g_hi))
+            exact = int if data.num_is_int[j] else float  # codec.NumericCodec.value_lo
+            codecs[j] = replace(c, value_lo=exact(g_lo), value_hi=exact(g_hi))
     return replace(data, num_lo=lo, num_hi=hi, num_codec=codecs)
 
 

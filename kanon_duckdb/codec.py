@@ -17,7 +17,8 @@ Algorithms see a numeric QI as float64 coordinates (``QIData.num``). Three repre
 Every representation is order-preserving, so a class's smallest and largest coordinate decode to
 its exact smallest and largest value. ``decode_int`` / ``decode_float`` map published
 coordinates (NaN = NULL range) back. ``value_lo`` / ``value_hi`` are the column's finite
-extremes as floats, the global range of numeric NCP (``kanon_duckdb.ncp``).
+extremes, the global range of numeric NCP (``kanon_duckdb.ncp``): exact Python ints for an
+integer column (a double of a value near 2^62 is off by up to 512), floats otherwise.
 """
 from __future__ import annotations
 
@@ -31,8 +32,8 @@ EXACT_INT = 2 ** 53  # every integer of magnitude <= 2^53 is exact in float64
 @dataclass(frozen=True)
 class NumericCodec:
     kind: str                        # 'plain' | 'offset' | 'rank'
-    value_lo: float                  # finite min of the values (NCP range), 0 if none
-    value_hi: float                  # finite max
+    value_lo: float | int            # finite min of the values (NCP range), 0 if none; an int
+    value_hi: float | int            # finite max                  (exact) for integer columns
     base: int = 0                    # offset: value = base + coordinate
     values: np.ndarray | None = None  # rank: sorted distinct values (int64 or float64)
 

@@ -466,13 +466,13 @@ class _NumericFill:
         if self.kind == "plain":
             return PLAIN, float(self.lo), float(self.hi)
         if self.kind == "offset":
-            return (NumericCodec("offset", float(self.lo), float(self.hi), base=self.lo), 0.0,
+            return (NumericCodec("offset", self.lo, self.hi, base=self.lo), 0.0,
                     float(self.hi - self.lo))
         ok = self.ok if self.is_int else self.ok & ~np.isnan(self.raw)
         values = _rank_fill(self.raw, ok, num, num_null, j)
         self.raw = None
         if self.is_int:
-            lo, hi = float(self.lo), float(self.hi)
+            lo, hi = self.lo, self.hi  # exact ints (codec.NumericCodec.value_lo)
         else:
             finite = values[np.isfinite(values)]
             lo, hi = (float(finite[0]), float(finite[-1])) if finite.size else (0.0, 0.0)

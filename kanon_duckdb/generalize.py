@@ -13,7 +13,7 @@ from ._numba_config import njit
 from .algorithms.base import Partition
 from .qidata import QIData
 from .class_stats import class_stats
-from .ncp import SUPPRESSED_NCP, node_ncp
+from .ncp import SUPPRESSED_NCP
 from .taxonomy._lca import lca_nodes
 
 
@@ -89,7 +89,7 @@ def per_qi_loss(data: QIData, g: Generalized) -> np.ndarray:
     for j in range(data.dn):
         out.append(_weighted(w, data.numeric_ncp(j, g.lo[:, j], g.hi[:, j]), sup))
     for j, t in enumerate(data.trees):
-        out.append(_weighted(w, node_ncp(t.table_leaves())[g.nodes[:, j]], sup))
+        out.append(_weighted(w, t.node_ncp()[g.nodes[:, j]], sup))
     return np.asarray(out)
 
 

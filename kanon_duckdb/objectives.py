@@ -30,7 +30,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from .errors import InvalidParameterError
-from .ncp import height_ratio, node_ncp
+from .ncp import height_ratio
 
 WEIGHTS_KEY = "__kanon_weights"  # QIData.extra key of the run's weight vector (data QI order)
 
@@ -107,14 +107,14 @@ OBJECTIVES: dict[str, Objective] = {o.name: o for o in (
               to_fraction=lambda loss, n: loss / float(n) ** 2, tie_step=1.0),
     Objective("ncp", "NCP cost: numeric span / range, categorical leaves(LCA) / leaves(root) "
               "(0 for one leaf), summed over QIs with their weights", "cluster min/max and LCA",
-              "always", node_cost=lambda tree, w=1.0: w * node_ncp(tree.n_leaves)),
+              "always", node_cost=lambda tree, w=1.0: w * tree.node_ncp()),
     Objective("height", "Byun et al.'s cost: numeric span / range, categorical height(LCA "
               "subtree) / height(tree)", "cluster min/max and LCA", "always",
               node_cost=lambda tree, w=1.0: w * height_ratio(tree.sub_height)),
     Objective("iq", "information quantity (Yuan et al. 2024 eq. 2-4): categorical log "
               "leaves(LCA) / log leaves(root), numeric log |values in range| / log |domain|",
               "cluster min/max and LCA", "always",
-              node_cost=lambda tree, w=1.0: info_ratio(tree.n_leaves, w)),
+              node_cost=lambda tree, w=1.0: info_ratio(tree.table_leaves(), w)),
 )}
 
 LATTICE_LOSSES = tuple(n for n, o in OBJECTIVES.items() if o.node_loss is not None)

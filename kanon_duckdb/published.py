@@ -82,7 +82,9 @@ class QILayout:
 
     num_qi / cat_qi in table order; lo_cols[i] / hi_cols[i] publish num_qi[i]; cat_trees[i] the
     kanon_taxonomy attr of cat_qi[i]'s tree (None: implicit flat tree); num_lo[i] / num_hi[i] the
-    data's global range of num_qi[i] (None when the run did not record it); num_w[i] / cat_w[i]
+    data's global range of num_qi[i] (None when the run did not record it); int_lo[i] / int_hi[i]
+    the same extremes as exact ints for an integer QI (None otherwise, or for a run recorded
+    before kanon_runs.int_lo; num_lo/num_hi are doubles, rounded beyond 2^53); num_w[i] / cat_w[i]
     the weight of num_qi[i] / cat_qi[i] in the run's loss (``weights :=``, scaled to mean 1 over
     the QIs; all 1 without weights).
     """
@@ -97,6 +99,8 @@ class QILayout:
     num_hi: list
     num_w: list
     cat_w: list
+    int_lo: list
+    int_hi: list
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -176,6 +180,10 @@ def _read_layout(con, table: str, qualified: str, cols: list, required: bool) ->
     if len(rng_lo) != len(num) or len(rng_hi) != len(num):
         rng_lo = rng_hi = [None] * len(num)
     rng = {c: (lo, hi) for c, lo, hi in zip(num, rng_lo, rng_hi)}
+    int_lo, int_hi = list(run.get("int_lo") or []), list(run.get("int_hi") or [])
+    if len(int_lo) != len(num) or len(int_hi) != len(num):
+        int_lo = int_hi = [None] * len(num)
+    exact = {c: (lo, hi) for c, lo, hi in zip(num, int_lo, int_hi)}
     need = [bound_columns(c)[0] for c in num] + [bound_columns(c)[1] for c in num] + cat
     absent = [c for c in need if c not in cols]
     if absent:
@@ -197,4 +205,5 @@ def _read_layout(con, table: str, qualified: str, cols: list, required: bool) ->
                     [bound_columns(c)[0] for c in num_qi], [bound_columns(c)[1] for c in num_qi],
                     [trees.get(c) for c in cat_qi],
                     [rng[c][0] for c in num_qi], [rng[c][1] for c in num_qi],
-                    [weight.get(c, 1.0) for c in num_qi], [weight.get(c, 1.0) for c in cat_qi])
+                    [weight.get(c, 1.0) for c in num_qi], [weight.get(c, 1.0) for c in cat_qi],
+                    [exact[c][0] for c in num_qi], [exact[c][1] for c in num_qi])

@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .ncp import height_ratio, node_ncp, numeric_ncp, range_or_one
+from .ncp import height_ratio, integer_ncp, node_ncp, numeric_ncp, range_or_one
 
 
 @dataclass(frozen=True)
@@ -81,11 +81,22 @@ class QIData:
         return self.num_codec[j] if j < len(self.num_codec) else None
 
     def value_range(self, j: int) -> tuple[float, float]:
-        """(min, max) of the finite values of numeric QI j: the global range of its NCP."""
+        """(min, max) of the finite values of numeric QI j as floats: the global range of its
+        NCP (rounded for integers beyond 2^53; ``int_range`` has them exactly)."""
         c = self.codec(j)
         if c is None:
             return float(self.num_lo[j]), float(self.num_hi[j])
-        return c.value_lo, c.value_hi
+        return float(c.value_lo), float(c.value_hi)
+
+    def int_range(self, j: int) -> tuple[int, int] | None:
+        """Exact (min, max) Python ints of integer numeric QI j's values ((0, 0) when all are
+        NULL), None for a non-integer QI."""
+        if not (j < self.num_is_int.size and self.num_is_int[j]):
+            return None
+        c = self.codec(j)
+        if c is None:  # plain: the coordinates are the values, exact in float64
+            return int(self.num_lo[j]), int(self.num_hi[j])
+        return int(c.value_lo), int(c.value_hi)
 
     def decode_float(self, j: int, coords) -> np.ndarray:
         """Real values (float64; NaN = NULL range kept) of coordinates of numeric QI j."""
@@ -93,7 +104,12 @@ class QIData:
         return np.asarray(coords, dtype=np.float64) if c is None else c.decode_float(coords)
 
     def numeric_ncp(self, j: int, lo, hi) -> np.ndarray:
-        """NCP (kanon_duckdb.ncp) of published coordinate ranges [lo, hi] of numeric QI j."""
+        """NCP (kanon_duckdb.ncp) of published coordinate ranges [lo, hi] of numeric QI j
+        (NaN = NULL range); an integer QI beyond 2^53 by exact integer spans (``integer_ncp``)."""
+        c = self.codec(j)
+        if c is not None and self.num_is_int[j]:
+            (ilo, null), (ihi, _) = c.decode_int(lo), c.decode_int(hi)
+            return integer_ncp(ilo, ihi, null, *self.int_range(j))
         g_lo, g_hi = self.value_range(j)
         return numeric_ncp(self.decode_float(j, lo), self.decode_float(j, hi), g_lo, g_hi)
 
@@ -114,7 +130,8 @@ class PackedTrees(NamedTuple):
     leaf_off: np.ndarray    # int64 (dc + 1,)
     parent: np.ndarray      # int32, local parent id (-1 at the root)
     leaf_hi: np.ndarray     # int32, last leaf ordinal under the node
-    n_leaves: np.ndarray    # int32
+    n_leaves: np.ndarray    # int32, leaves as NCP counts them (TaxonomyIndex.table_leaves:
+    #                         the NULL policy's leaf left out of the root's count, as gcp())
     node_off: np.ndarray    # int64 (dc + 1,)
     sub_height: np.ndarray  # int32, height of the node's subtree
     leaf_lo: np.ndarray     # int32, first leaf ordinal under the node
@@ -148,6 +165,6 @@ def pack_trees(trees) -> PackedTrees:
     return PackedTrees(cat([t.leaf_node for t in trees], np.int32), leaf_off,
                        cat([t.parent for t in trees], np.int32),
                        cat([t.leaf_hi for t in trees], np.int32),
-                       cat([t.n_leaves for t in trees], np.int32), node_off,
+                       cat([t.table_leaves() for t in trees], np.int32), node_off,
                        cat([t.sub_height for t in trees], np.int32),
                        cat([t.leaf_lo for t in trees], np.int32))

@@ -2,7 +2,8 @@
 
 Its columns are the declared fields of :class:`RunRecord` (``RUNS_COLUMNS`` gives their SQL
 types); the SQL metrics read declared columns only (``numeric_qi``/``categorical_qi`` to find the
-published QIs, ``num_lo``/``num_hi`` for the global range of numeric NCP, ``k`` for C_avg).
+published QIs, ``num_lo``/``num_hi`` for the global range of numeric NCP, exactly
+``int_lo``/``int_hi`` for an integer QI, ``k`` for C_avg).
 ``params`` and ``details`` are JSON text for what an algorithm reports beyond them.
 """
 from __future__ import annotations
@@ -24,7 +25,9 @@ class RunRecord:
 
     qi_loss is the mean NCP of each QI (``qi`` order) as ``kanon_duckdb.ncp`` defines it;
     num_lo/num_hi the finite min/max of each numeric QI's values (``numeric_qi`` order), the
-    global range the metrics divide by; qi_trees[i] the kanon_taxonomy attr of the tree qi[i]
+    global range the metrics divide by (doubles: rounded beyond 2^53); int_lo/int_hi the same
+    extremes exactly for an integer QI (BIGINT; NULL for a non-integer QI), which the metrics
+    use instead (``kanon_duckdb.ncp``); qi_trees[i] the kanon_taxonomy attr of the tree qi[i]
     used (taxonomy.store.resolve_tree_attr), None for the implicit flat tree or no tree (the
     SQL metrics read the trees through it). qi_weights[i] is the ``weights :=`` weight of qi[i]
     (1 for a QI not named), NULL when none were given: gcp/total_il/gen_total_il of the run's
@@ -50,6 +53,8 @@ class RunRecord:
     num_hi: list = field(default_factory=list)
     qi_trees: list = field(default_factory=list)
     qi_weights: list | None = None
+    int_lo: list = field(default_factory=list)
+    int_hi: list = field(default_factory=list)
 
 
 _SQL_TYPES = {"source": "VARCHAR", "k": "BIGINT", "algo": "VARCHAR", "qi": "VARCHAR[]",
@@ -57,9 +62,10 @@ _SQL_TYPES = {"source": "VARCHAR", "k": "BIGINT", "algo": "VARCHAR", "qi": "VARC
               "seed": "BIGINT", "n_rows": "BIGINT", "n_classes": "BIGINT",
               "n_suppressed": "BIGINT", "elapsed_s": "DOUBLE", "qi_loss": "DOUBLE[]",
               "weights": "DOUBLE[]", "details": "VARCHAR", "num_lo": "DOUBLE[]",
-              "num_hi": "DOUBLE[]", "qi_trees": "VARCHAR[]", "qi_weights": "DOUBLE[]"}
+              "num_hi": "DOUBLE[]", "qi_trees": "VARCHAR[]", "qi_weights": "DOUBLE[]",
+              "int_lo": "BIGINT[]", "int_hi": "BIGINT[]"}
 RUNS_COLUMNS = [(f.name, _SQL_TYPES[f.name]) for f in fields(RunRecord)]
-_ADDED_LATER = ("qi_trees", "num_lo", "num_hi", "qi_weights")  # absent from kanon_runs tables made by earlier versions
+_ADDED_LATER = ("qi_trees", "num_lo", "num_hi", "qi_weights", "int_lo", "int_hi")  # absent from kanon_runs tables made by earlier versions
 
 RUNS_DDL = ("CREATE TABLE IF NOT EXISTS kanon_runs (\n    run_id BIGINT PRIMARY KEY,\n"
             "    created_at TIMESTAMP DEFAULT current_timestamp,\n"
@@ -105,6 +111,8 @@ def _to_sql(name, value):
         return json.dumps(value or {}, default=_jsonable)
     if name in ("qi", "numeric_qi", "categorical_qi"):
         return list(value)
+    if name in ("int_lo", "int_hi"):
+        return [None if v is None else int(v) for v in value] if value else None
     if name == "qi_trees":
         return [None if v is None else str(v) for v in value] if value else None
     if name in ("qi_loss", "num_lo", "num_hi", "weights", "qi_weights"):

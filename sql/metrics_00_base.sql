@@ -11,6 +11,7 @@
 -- NCP (normalized certainty penalty, Xu et al. 2006) of a published value:
 --   numeric     (c_max - c_min) / (global max - global min), the global range being the
 --               data's (finite values, recorded by the run: __kanon_meta(tbl).num_lo/num_hi;
+--               an integer QI's exactly in int_lo/int_hi, its range an integer difference;
 --               for a run recorded without it, min(c_min)..max(c_max) of the finite published
 --               values); 0 when the global range is empty; a NULL range (class holding a NULL,
 --               "any value") counts 1, also for a constant column; a bound -inf / +inf counts
@@ -168,18 +169,28 @@ CREATE OR REPLACE MACRO __kanon_small(x) AS CASE WHEN abs(x::DOUBLE) <= 1e290 TH
 CREATE OR REPLACE MACRO __kanon_big(x) AS
     CASE WHEN isfinite(x::DOUBLE) AND abs(x::DOUBLE) > 1e290 THEN x::DOUBLE * 1e-100 END;
 CREATE OR REPLACE MACRO __kanon_is(x, v) AS CASE WHEN x::DOUBLE = v THEN 1 ELSE 0 END;
--- A numeric bound minus its QI's centre c (the run's global minimum rounded, 0 when unknown or
--- beyond 1e37), as DOUBLE; an integer bound is subtracted exactly (HUGEINT) first. The plain sums
+-- A numeric bound minus its QI's centre c (the run's global minimum: exact for an integer QI
+-- (m.int_lo), else rounded, 0 when unknown or beyond 1e37), as DOUBLE; an integer bound is
+-- subtracted exactly (HUGEINT) first. The plain sums
 -- of kanon_qi_loss are sums of centred bounds: sum(hi) - sum(lo) of raw BIGINTs near 2^61 lost
 -- every digit of the spans (gcp() 0 instead of 4.6e-6 on 300k rows), a double of the spans' size
 -- keeps them. The centre is the same for a QI's lo and hi column, so it cancels in the spans.
-CREATE OR REPLACE MACRO __kanon_center(lo, cols, col) AS
-    coalesce(CASE WHEN abs(list_extract(lo, list_position(cols, col))) < 1e37
-                  THEN round(list_extract(lo, list_position(cols, col)))::HUGEINT END, 0::HUGEINT);
+CREATE OR REPLACE MACRO __kanon_qi_pos(m, col) AS
+    coalesce(list_position(m.lo_cols, col), list_position(m.hi_cols, col));
+CREATE OR REPLACE MACRO __kanon_center(m, col) AS
+    coalesce(list_extract(m.int_lo, __kanon_qi_pos(m, col))::HUGEINT,
+             CASE WHEN abs(list_extract(m.num_lo, __kanon_qi_pos(m, col))) < 1e37
+                  THEN round(list_extract(m.num_lo, __kanon_qi_pos(m, col)))::HUGEINT END,
+             0::HUGEINT);
+CREATE OR REPLACE MACRO __kanon_is_int(x) AS
+    typeof(x) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT',
+                  'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT');
 CREATE OR REPLACE MACRO __kanon_centred(x, c) AS
-    CASE WHEN typeof(x) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT',
-                            'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT')
-         THEN (TRY_CAST(x AS HUGEINT) - c)::DOUBLE ELSE x::DOUBLE - c::DOUBLE END;
+    CASE WHEN __kanon_is_int(x) THEN (TRY_CAST(x AS HUGEINT) - c)::DOUBLE ELSE x::DOUBLE - c::DOUBLE END;
+-- The same for the exact pass of kanon_qi_loss: integer bounds centred (never infinite), others
+-- as they are (its infinite-bound terms count +-inf as the uncentred global extremes).
+CREATE OR REPLACE MACRO __kanon_int_centred(x, c) AS
+    CASE WHEN __kanon_is_int(x) THEN (TRY_CAST(x AS HUGEINT) - c)::DOUBLE ELSE x::DOUBLE END;
 
 -- Column lists of kanon_qi_loss, each with its padding column last (COLUMNS(list) selects them in
 -- table order; the padding columns are the last ones of the table). A list, not a lambda: DuckDB
@@ -202,10 +213,10 @@ CREATE OR REPLACE MACRO __kanon_cat_cols(tbl) AS __kanon_meta(tbl).cat_qi || ['_
 CREATE OR REPLACE MACRO kanon_qi_loss(tbl) AS TABLE
 WITH agg AS MATERIALIZED (   -- one pass, grouped by the suppressed flag (2 rows, shared by both parts)
     SELECT suppressed AS __kanon_sup, count(*) AS __kanon_n,
-        sum(__kanon_centred(COLUMNS(__kanon_lo_cols(tbl)), __kanon_center(__kanon_meta(tbl).num_lo,
-            __kanon_meta(tbl).lo_cols, alias(COLUMNS(__kanon_lo_cols(tbl)))))) AS 'sl_\0',
-        sum(__kanon_centred(COLUMNS(__kanon_hi_cols(tbl)), __kanon_center(__kanon_meta(tbl).num_lo,
-            __kanon_meta(tbl).hi_cols, alias(COLUMNS(__kanon_hi_cols(tbl)))))) AS 'sh_\0',
+        sum(__kanon_centred(COLUMNS(__kanon_lo_cols(tbl)), __kanon_center(__kanon_meta(tbl),
+            alias(COLUMNS(__kanon_lo_cols(tbl)))))) AS 'sl_\0',
+        sum(__kanon_centred(COLUMNS(__kanon_hi_cols(tbl)), __kanon_center(__kanon_meta(tbl),
+            alias(COLUMNS(__kanon_hi_cols(tbl)))))) AS 'sh_\0',
         count(COLUMNS(__kanon_lo_cols(tbl))) AS 'nn_\0',
         min(COLUMNS(__kanon_lo_cols(tbl))::DOUBLE) AS 'fl_\0',
         max(COLUMNS(__kanon_hi_cols(tbl))::DOUBLE) AS 'fh_\0',
@@ -232,7 +243,9 @@ exact AS MATERIALIZED (   -- only when a plain sum is not finite (no row read ot
              -- sums split so that values near 1e308 cannot overflow, infinite bounds counted
              -- (they count as the global finite extremes, ncp.py), finite extremes
     WITH bounds AS (
-        SELECT suppressed AS __kanon_sup, COLUMNS(__kanon_bounds(tbl))::DOUBLE
+        SELECT suppressed AS __kanon_sup,   -- integer bounds centred as in agg
+               __kanon_int_centred(COLUMNS(__kanon_bounds(tbl)), __kanon_center(__kanon_meta(tbl),
+                   alias(COLUMNS(__kanon_bounds(tbl))))) AS '\0'
         FROM (SELECT *, NULL::DOUBLE AS __kanon_pad_lo, NULL::DOUBLE AS __kanon_pad_hi
               FROM __kanon_read(tbl)) t
         -- an empty join side when every sum is finite: the table is not scanned
@@ -250,13 +263,14 @@ meta AS (SELECT __kanon_meta(tbl) AS m),   -- named once: each mention is a UDF 
 num_plain AS (   -- one row per (suppressed flag, numeric QI)
     SELECT sup, n, unnest(m.num_qi) AS qi, unnest(m.lo_cols) AS lo_col, unnest(m.hi_cols) AS hi_col,
            unnest(m.num_lo) AS mlo, unnest(m.num_hi) AS mhi, unnest(m.num_w) AS w,
+           unnest(m.int_lo) AS ilo, unnest(m.int_hi) AS ihi,
            unnest(sa_lo[:len(m.num_qi)]) AS psa_lo, unnest(sa_hi[:len(m.num_qi)]) AS psa_hi,
            unnest(nn_lo[:len(m.num_qi)]) AS cnt,
            unnest(fl_lo[:len(m.num_qi)]) AS pflo, unnest(fh_hi[:len(m.num_qi)]) AS pfhi
     FROM plain, meta
 ),
 num AS (   -- the exact pass where it ran, else the plain sums (nothing split, no infinity)
-    SELECT n.sup, n.n, n.qi, n.mlo, n.mhi, n.w, n.cnt,
+    SELECT n.sup, n.n, n.qi, n.mlo, n.mhi, n.ilo, n.ihi, n.w, n.cnt,
            CASE WHEN f.ok THEN n.psa_lo ELSE el.sa END AS sa_lo,
            CASE WHEN f.ok THEN n.psa_hi ELSE eh.sa END AS sa_hi,
            el.sb AS sb_lo, eh.sb AS sb_hi, el.pi AS pi_lo, eh.pi AS pi_hi,
@@ -272,23 +286,29 @@ num_rng AS (   -- the run's global range, else the finite published range over e
               coalesce(mhi, max(fhi) OVER (PARTITION BY qi)) AS rhi
     FROM num
 ),
-num_sc AS (   -- halve the bounds only where the range overflows (halving is exact above the
+num_sc0 AS (  -- halve the bounds only where the range overflows (halving is exact above the
               -- subnormals, so the ratios are the same; halving a subnormal range gives 0)
     SELECT *, CASE WHEN isinf(rhi - rlo) THEN 0.5 ELSE 1.0 END AS sc FROM num_rng
+),
+num_sc AS (   -- the divisor (on halves): an integer QI's exact range rounded once (ncp.py)
+    SELECT *, CASE WHEN ilo IS NOT NULL THEN (ihi::HUGEINT - ilo)::DOUBLE
+                   ELSE rhi * sc - rlo * sc END AS rng,
+              CASE WHEN ilo IS NOT NULL THEN ihi > ilo ELSE rhi > rlo END AS wide
+    FROM num_sc0
 ),
 num_loss AS (   -- sum of spans / range (on halves where the range overflows) + 1 per NULL range
     SELECT qi, 'numeric' AS kind, any_value(w) AS weight, sum(n) AS n,
            sum(CASE WHEN sup THEN n
-                    ELSE (CASE WHEN rhi > rlo THEN
+                    ELSE (CASE WHEN wide THEN
                               -- each infinite bound's share divided first: count * (rhi * sc)
                               -- overflows past 3 bounds near 1e308
-                              (coalesce(sa_hi, 0) * sc - coalesce(sa_lo, 0) * sc) / (rhi * sc - rlo * sc)
-                              + (coalesce(pi_hi, 0) - coalesce(pi_lo, 0)) * ((rhi * sc) / (rhi * sc - rlo * sc))
-                              + (coalesce(ni_hi, 0) - coalesce(ni_lo, 0)) * ((rlo * sc) / (rhi * sc - rlo * sc))
+                              (coalesce(sa_hi, 0) * sc - coalesce(sa_lo, 0) * sc) / rng
+                              + (coalesce(pi_hi, 0) - coalesce(pi_lo, 0)) * ((rhi * sc) / rng)
+                              + (coalesce(ni_hi, 0) - coalesce(ni_lo, 0)) * ((rlo * sc) / rng)
                               + CASE WHEN coalesce(sb_hi, 0) = coalesce(sb_lo, 0) THEN 0.0
                                      -- 1e100 / a subnormal range is inf: only where sb is used
                                      ELSE (coalesce(sb_hi, 0) * sc - coalesce(sb_lo, 0) * sc)
-                                          * (1e100 / (rhi * sc - rlo * sc)) END
+                                          * (1e100 / rng) END
                           ELSE 0.0 END)
                          + (n - cnt)
                END) AS ncp_sum

@@ -6,10 +6,11 @@ the run in the table's ``kanon_run`` column. These two deterministic UDFs, folde
 (constant arguments), give the macros the column names to use inside ``COLUMNS(lambda ...)``:
 
 - ``__kanon_meta(tbl)`` (macro over ``__kanon_meta_in(tbl, caller)``) -> STRUCT(run_id, k, num_qi, cat_qi, lo_cols, hi_cols, cat_trees, num_lo,
-  num_hi, num_w, cat_w) (``published.qi_layout``): the run of an anonymized table and its QIs as they appear in
+  num_hi, num_w, cat_w, int_lo, int_hi) (``published.qi_layout``): the run of an anonymized table and its QIs as they appear in
   the table, in table order: numeric QI ``c`` published as ``c_min``/``c_max``
   (``lo_cols[i]``/``hi_cols[i]`` belong to ``num_qi[i]``, ``num_lo[i]``/``num_hi[i]`` is the
-  data's global range recorded by the run), categorical QI ``c`` as ``c``; ``cat_trees[i]`` is
+  data's global range recorded by the run, ``int_lo[i]``/``int_hi[i]`` the same exactly for an
+  integer QI, else NULL), categorical QI ``c`` as ``c``; ``cat_trees[i]`` is
   the kanon_taxonomy attr of the tree ``cat_qi[i]`` used (kanon_runs.qi_trees; for a run recorded
   before that column, the tree ``taxonomy.store.resolve_tree_attr`` picks for the run's source),
   NULL for the implicit flat tree; ``num_w``/``cat_w`` the QIs' weights (``weights :=``, mean 1,
@@ -51,7 +52,7 @@ from kanon_duckdb.udf_spec import UDF, UdfContext, first_value
 
 META_TYPE = ("STRUCT(run_id BIGINT, k BIGINT, num_qi VARCHAR[], cat_qi VARCHAR[], "
              "lo_cols VARCHAR[], hi_cols VARCHAR[], cat_trees VARCHAR[], num_lo DOUBLE[], "
-             "num_hi DOUBLE[], num_w DOUBLE[], cat_w DOUBLE[])")
+             "num_hi DOUBLE[], num_w DOUBLE[], cat_w DOUBLE[], int_lo BIGINT[], int_hi BIGINT[])")
 QI_COLS_TYPE = "STRUCT(cols VARCHAR[], sup_col VARCHAR)"
 def _columns(cur, tbl):
     """(FROM-clause SQL, column names) of a table, view or file (kanon_duckdb.relation)."""
@@ -195,7 +196,8 @@ def declare(ctx: UdfContext) -> list[UDF]:
             ("cat_qi", pa.list_(pa.string())), ("lo_cols", pa.list_(pa.string())),
             ("hi_cols", pa.list_(pa.string())), ("cat_trees", pa.list_(pa.string())),
             ("num_lo", pa.list_(pa.float64())), ("num_hi", pa.list_(pa.float64())),
-            ("num_w", pa.list_(pa.float64())), ("cat_w", pa.list_(pa.float64()))]))
+            ("num_w", pa.list_(pa.float64())), ("cat_w", pa.list_(pa.float64())),
+            ("int_lo", pa.list_(pa.int64())), ("int_hi", pa.list_(pa.int64()))]))
 
     def kanon_qi_cols(tbl, qi, conn):
         name, cols, conn_id = first_value(tbl), first_value(qi), caller(conn)

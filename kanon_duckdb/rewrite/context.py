@@ -225,8 +225,10 @@ def qi_from_run(cur, anon_table: str):
     if layout is None:
         return None
     trees = {q.lower(): a for q, a in zip(layout.cat_qi, layout.cat_trees) if a is not None}
-    ranges = {q.lower(): (lo, hi) for q, lo, hi in zip(layout.num_qi, layout.num_lo or [],
-                                                       layout.num_hi or [])
+    # an integer QI's exact extremes where the run recorded them (num_lo/num_hi are doubles)
+    ranges = {q.lower(): (lo if ilo is None else ilo, hi if ihi is None else ihi)
+              for q, lo, hi, ilo, ihi in zip(layout.num_qi, layout.num_lo or [], layout.num_hi or [],
+                                             layout.int_lo, layout.int_hi)
               if lo is not None and hi is not None and math.isfinite(lo) and math.isfinite(hi)}
     return (frozenset(q.lower() for q in layout.num_qi),
             frozenset(q.lower() for q in layout.cat_qi), trees, ranges)
@@ -331,7 +333,7 @@ def _load_numeric(cur, anon, anon_cols, raw, raw_cols, names, recorded=None) -> 
                 f"numeric QI '{q}' has type {lo_type}; only numeric ranges can be estimated") from None
         if has_null and q in (recorded or {}):  # a NULL range also covers values outside every range
             rlo, rhi = (Fraction(x) for x in recorded[q])
-            if is_integer_type(src_type):  # num_lo/num_hi are doubles: round outward to integers
+            if is_integer_type(src_type):  # doubles (runs before int_lo): round outward
                 rlo, rhi = Fraction(math.floor(rlo)), Fraction(math.ceil(rhi))
             gmin, gmax = min(gmin, rlo), max(gmax, rhi)
         out[q] = NumericQI(name, lo_name, hi_name, gmin, gmax, is_integer_type(src_type), bool(has_null),

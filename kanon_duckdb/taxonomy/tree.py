@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import TaxonomyError
-from ..ncp import cat_ncp_value
+from ..ncp import cat_ncp_value, node_ncp
 from .builders import flat_edges
 
 
@@ -68,17 +68,26 @@ class TaxonomyIndex:
         return int(lca_of_range(self.leaf_node, self.parent, self.leaf_hi, lo_leaf, hi_leaf))
 
     def ncp(self, node: int) -> float:
-        """Categorical NCP (Xu et al. 2006): 0 for a single leaf, else leaves(u)/leaves(root)."""
-        return float(cat_ncp_value(float(self.n_leaves[node]), float(self.n_leaves[0])))
+        """Categorical NCP (Xu et al. 2006) of ``node``: 0 for a single leaf, else
+        leaves(u)/leaves(root), leaves counted as gcp() counts them (``table_leaves``)."""
+        nl = self.table_leaves()
+        return float(cat_ncp_value(float(nl[node]), float(nl[0])))
+
+    def node_ncp(self) -> np.ndarray:
+        """Categorical NCP of every node (``ncp.node_ncp`` of ``table_leaves``): what gcp(), the
+        recorded qi_loss and every algorithm's internal cost charge for publishing the node."""
+        return node_ncp(self.table_leaves())
 
     def table_leaves(self) -> np.ndarray:
         """Leaves per node as ``kanon_taxonomy`` holds the tree: the NULL leaf of the NULL policy
         (directly under the root, not in the SQL table) is left out of the root's count, as the
-        SQL metrics count it. The NCP the run records (``kanon_runs.qi_loss``) uses these."""
+        SQL metrics count it. Every NCP of a node divides these (the run's ``qi_loss``, the
+        kernels' costs through ``qidata.pack_trees``). A tree of the NULL leaf alone keeps 1 at
+        its root, so ratios stay finite (its NCP is 0 either way: one leaf)."""
         if not self.has_null_leaf:
             return self.n_leaves
         out = self.n_leaves.copy()
-        out[0] -= 1
+        out[0] = max(int(out[0]) - 1, 1)
         return out
 
     def with_null_leaf(self) -> "TaxonomyIndex":

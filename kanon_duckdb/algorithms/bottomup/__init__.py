@@ -75,7 +75,7 @@ def level_groups(data: QIData, k: int):
     left = np.arange(n)
     levels = np.zeros(dc, dtype=np.int64)
     anc = [t.anc for t in data.trees]
-    ncp = [np.where(t.n_leaves <= 1, 0.0, t.n_leaves / float(t.n_leaves[0])) for t in data.trees]
+    ncp = [t.node_ncp() for t in data.trees]
     w = objectives.weight_vector(data)
     if w is not None:  # weights := scale each categorical QI's NCP
         ncp = [w[data.dn + j] * c for j, c in enumerate(ncp)]

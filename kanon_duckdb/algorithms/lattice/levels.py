@@ -32,7 +32,6 @@ from fractions import Fraction
 
 import numpy as np
 
-from ...ncp import node_ncp
 from . import _kernels as K
 from ...taxonomy import builders
 from ...taxonomy.intervals import interval_index
@@ -223,7 +222,7 @@ def build_space(data: QIData) -> LatticeSpace:
         trees.append(tree)
         cols.append(np.ascontiguousarray(data.cat[:, j], dtype=np.int32))
         names.append(data.cat_names[j])
-        ncp_nodes.append(node_ncp(tree.table_leaves()))  # leaves as gcp() counts them
+        ncp_nodes.append(tree.node_ncp())  # leaves as gcp() counts them
     d = len(trees)
     heights = np.array([t.height for t in trees], dtype=np.int64)
     cstart = np.zeros(d, dtype=np.int64)
