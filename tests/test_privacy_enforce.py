@@ -175,6 +175,21 @@ def test_optimal_with_models_equals_brute_force(con):
     assert best_k <= best
 
 
+@pytest.mark.parametrize("algo", ["mondrian", "kmember", "optimal"])
+@pytest.mark.parametrize("risk", ["max_risk := 0.04", "avg_risk := 0.04",
+                                  "max_risk := 0.04, sensitive := 's'"])
+def test_a_risk_limit_larger_than_the_table_is_a_clear_error(con, algo, risk):
+    # 1 / 0.04 = 25 rows per class on a 20-row table: no class can exist. Without l or t the
+    # whole-table check was skipped: the local algorithms raised "internal error: 1 classes
+    # violate the requested privacy models ...; please report it", optimal "no generalization
+    # is k-anonymous (k=25)" (the user asked k := 2)
+    make_table(con, random.Random(3), 20)
+    with pytest.raises(Exception, match="the models need classes of at least 25 rows but the "
+                                        "table has 20; relax k / max_risk / avg_risk / l"):
+        con.execute(f"FROM k_anonymize('src', k := 2, algo := '{algo}', qi := ['age', 'z'], "
+                    f"{risk})").fetchall()
+
+
 def test_infeasible_model_is_a_clear_error(con):
     make_table(con, random.Random(3), 40)
     with pytest.raises(Exception, match="distinct l-diversity with l=5 is impossible.*lower l"):
