@@ -143,6 +143,9 @@ def run_anonymize(args) -> int:
     # with its kanon_runs row in ONE transaction: killed at any point, FILE holds both or neither.
     con = open_connection(None, progress=reporter)
     tmp_path = None
+    # ATTACH creates a database file that does not exist yet: removed again unless the run succeeds
+    new_db = work_db is not None and not os.path.exists(work_db)
+    succeeded = False
     t0 = time.perf_counter()
     try:
         loaded = None  # (in-memory table, name in WORK) of a file INPUT loaded for --db
@@ -237,6 +240,7 @@ def run_anonymize(args) -> int:
         width = max(len(k) for k, _ in summary)
         for key, val in summary:
             print(f"{key:<{width}}  {val}")
+        succeeded = True
         return 0
     except KeyboardInterrupt:
         _cleanup(tmp_path)
@@ -251,6 +255,8 @@ def run_anonymize(args) -> int:
     finally:
         con.close()
         del con
+        if new_db and not succeeded:
+            _remove_database(work_db)
 
 
 WORK = "__kanon_work"  # alias of the attached database the CLI writes to
@@ -450,6 +456,13 @@ def _is_interrupt(exc) -> bool:
     msg = str(exc)
     return ("KeyboardInterrupt" in msg or "Query interrupted" in msg or "INTERRUPT Error" in msg
             or "RunInterrupted" in msg or "was interrupted" in msg)
+
+
+def _remove_database(path: str) -> None:
+    """Remove a DuckDB database file this run created (and its write-ahead log)."""
+    for p in (path, path + ".wal"):
+        with contextlib.suppress(OSError):
+            os.remove(p)
 
 
 def _cleanup(tmp_path) -> None:

@@ -97,11 +97,12 @@ def integer_ncp(c_lo, c_hi, null, g_lo: int, g_hi: int) -> np.ndarray:
 
 
 def node_ncp(n_leaves) -> np.ndarray:
-    """Categorical NCP of every node of a tree from its leaf counts (node 0 = root)."""
+    """Categorical NCP of every node of a tree from its leaf counts (node 0 = root). A tree
+    without a counted leaf (a column holding only NULLs: the NULL leaf is not counted) costs 0."""
     nl = np.asarray(n_leaves, dtype=np.float64)
     if nl.size == 0:
         return nl
-    return np.where(nl <= 1, 0.0, nl / nl[0])
+    return np.where(nl <= 1, 0.0, nl / max(nl[0], 1.0))
 
 
 def cat_ncp_value(n_leaves_node, n_leaves_root):

@@ -112,13 +112,29 @@ def qi_layout(con, table: str) -> QILayout:
     missing, bound columns in different orders. Cost: one DISTINCT over kanon_run."""
     from .relation import resolve_source  # a table, view or file, as the metrics accept
     source = resolve_source(con, table)
-    cols = [c for c, _ in source.columns]
+    cols = require_output_columns(table, [c for c, _ in source.columns])
+    return _read_layout(con, table, source.sql, cols, required=True)
+
+
+def require_output_columns(table: str, cols: list) -> list:
+    """``cols`` (the column names of ``table``) when they hold k_anonymize's ec, kanon_run and
+    suppressed columns, which every utility metric reads; else InvalidParameterError naming the
+    missing ones. The one check of "is an anonymized table" (qi_layout, output_columns)."""
     missing = [c for c in ("ec", "kanon_run", "suppressed") if c not in cols]
     if missing:
         raise InvalidParameterError(
             f"table '{table}' is not an output of k_anonymize (no column {', '.join(missing)}); "
             f"the utility metrics need its ec, suppressed and kanon_run columns")
-    return _read_layout(con, table, source.sql, cols, required=True)
+    return cols
+
+
+def output_columns(con, table: str) -> list:
+    """Every column name of the anonymized ``table`` (a table, view or file), for the metric
+    macros that read only ec / suppressed / kanon_run (discernibility, cavg, suppression, cm):
+    ``require_output_columns``'s error, not DuckDB's binder error, for any other table. Unlike
+    qi_layout it needs no kanon_runs row (a table copied from another database still counts)."""
+    from .relation import resolve_source
+    return require_output_columns(table, [c for c, _ in resolve_source(con, table).columns])
 
 
 def recorded_layout(con, table: str) -> QILayout | None:

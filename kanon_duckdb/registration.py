@@ -22,6 +22,7 @@ from .help import apply_comments, render_help
 from .interrupt import install_sigint_handler
 from .params import render_sql
 from .runs import ensure_runs_table
+from .taxonomy.store import ensure_taxonomy_table
 from .progress import ProgressFn, no_progress
 from .udf_spec import UDF, UdfContext, create
 
@@ -101,6 +102,7 @@ def _register(con: duckdb.DuckDBPyConnection, progress: ProgressFn | None
               ) -> duckdb.DuckDBPyConnection:
     install_sigint_handler()
     ensure_runs_table(con)
+    ensure_taxonomy_table(con)  # before the macros over it are created: a wrong shape is named
     ctx = UdfContext(con=con, progress=progress or no_progress)
     for udf in declared_udfs(ctx):
         create(con, udf)

@@ -35,6 +35,8 @@ CREATE OR REPLACE MACRO __kanon_qi_cols(tbl, qi) AS
     __kanon_qi_cols_in(tbl, qi, getvariable('__kanon_conn_id'));
 CREATE OR REPLACE MACRO __kanon_column(tbl, name) AS
     __kanon_column_in(tbl, name, getvariable('__kanon_conn_id'));
+CREATE OR REPLACE MACRO __kanon_output_cols(tbl) AS
+    __kanon_output_cols_in(tbl, getvariable('__kanon_conn_id'));
 
 -- kanon_taxonomy_nodes(attrs := NULL): one row per (attr, node) of every tree in kanon_taxonomy
 -- (or only of the trees named in the list attrs: each tree is computed on its own) with depth

@@ -8,6 +8,14 @@
 -- total_il and gen_total_il (kanon_qi_loss.weight = w_q * d / sum w, mean 1; 1 without weights):
 -- the mean over QIs becomes sum_q w_q NCP_q / sum_q w_q.
 
+-- What discernibility, cavg, suppression and cm read, __kanon_output(tbl): the table (every
+-- column) after the check that it is an output of k_anonymize; its COLUMNS list is folded when
+-- the macro is bound, so a table without ec / kanon_run / suppressed gets that error
+-- (published.output_columns) instead of a binder error on the missing column.
+CREATE OR REPLACE MACRO __kanon_output(tbl) AS TABLE
+    SELECT COLUMNS(__kanon_output_cols(tbl))
+    FROM __kanon_read(tbl);
+
 -- gcp(tbl): Global Certainty Penalty (Ghinita et al. 2009) as a fraction in [0, 1]:
 --   sum over classes |e| * (weighted) mean over QIs of NCP(e, qi), divided by N.
 CREATE OR REPLACE MACRO gcp(tbl) AS (
@@ -31,7 +39,7 @@ CREATE OR REPLACE MACRO gen_total_il(tbl) AS (
 CREATE OR REPLACE MACRO discernibility(tbl) AS (
     WITH cls AS (
         SELECT count(*) AS size, bool_or(suppressed) AS sup
-        FROM __kanon_read(tbl) GROUP BY kanon_run, ec
+        FROM __kanon_output(tbl) GROUP BY kanon_run, ec
     )
     SELECT (coalesce(sum(size * size) FILTER (WHERE NOT sup), 0)
             + coalesce(sum(size) FILTER (WHERE sup), 0) * sum(size))::HUGEINT
@@ -44,14 +52,14 @@ CREATE OR REPLACE MACRO discernibility(tbl) AS (
 CREATE OR REPLACE MACRO cavg(tbl, k) AS (
     WITH cls AS (
         SELECT count(*) AS size, bool_or(suppressed) AS sup
-        FROM __kanon_read(tbl) GROUP BY kanon_run, ec
+        FROM __kanon_output(tbl) GROUP BY kanon_run, ec
     )
     SELECT sum(size) / nullif(count(*) FILTER (WHERE NOT sup), 0) / k FROM cls
 ),
 (tbl) AS (
     WITH cls AS (
         SELECT kanon_run, count(*) AS size, bool_or(suppressed) AS sup
-        FROM __kanon_read(tbl) GROUP BY kanon_run, ec
+        FROM __kanon_output(tbl) GROUP BY kanon_run, ec
     )
     SELECT sum(size) / nullif(count(*) FILTER (WHERE NOT sup), 0)
            / (SELECT max(r.k) FROM kanon_runs r WHERE r.run_id IN (SELECT kanon_run FROM cls))
@@ -60,5 +68,5 @@ CREATE OR REPLACE MACRO cavg(tbl, k) AS (
 
 -- suppression(tbl): suppressed rows / N.
 CREATE OR REPLACE MACRO suppression(tbl) AS (
-    SELECT avg(suppressed::INTEGER)::DOUBLE FROM __kanon_read(tbl)
+    SELECT avg(suppressed::INTEGER)::DOUBLE FROM __kanon_output(tbl)
 );

@@ -7,7 +7,7 @@
 CREATE OR REPLACE MACRO cm(tbl, label) AS (
     WITH lab AS (
         SELECT ec, suppressed, COLUMNS(lambda x: x = __kanon_column(tbl, label)) AS v
-        FROM __kanon_read(tbl)
+        FROM __kanon_output(tbl)
     ),
     cnt AS (SELECT ec, v, count(*) AS c, bool_or(suppressed) AS sup FROM lab GROUP BY ec, v),
     cls AS (SELECT ec, sum(c) AS n, max(c) AS majority, bool_or(sup) AS sup FROM cnt GROUP BY ec)

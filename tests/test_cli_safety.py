@@ -152,6 +152,32 @@ def test_a_failed_run_leaves_the_db_as_it_was_and_can_be_rerun(tmp_path, capsys)
     con.close()
 
 
+def test_a_failed_or_interrupted_run_leaves_no_new_db_file(tmp_path, capsys, monkeypatch):
+    """--db FILE naming a database that does not exist yet: a run that fails (a QI typo) or is
+    interrupted left an empty FILE behind (ATTACH creates it at the start), although nothing is
+    written to FILE unless the run succeeds. An existing FILE stays (checked above)."""
+    src, db = tmp_path / "p.csv", tmp_path / "new db.duckdb"
+    _write_csv(src, 30)
+    for out in ("people_k3", str(tmp_path / "o.parquet")):
+        rc = cli.main(["anonymize", str(src), "--k", "3", "--qi", "age,nope", "--out", out,
+                       "--db", str(db)])
+        assert rc == 1 and "nope" in capsys.readouterr().err
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["p.csv"]
+    from kanon_duckdb import demo
+
+    def interrupted(*_args, **_kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(demo, "k_anonymize_sql", interrupted)
+    assert cli.main(["anonymize", str(src), "--k", "3", "--qi", "age", "--out", "people_k3",
+                     "--db", str(db)]) == cli.EXIT_INTERRUPTED
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.csv"]
+    monkeypatch.undo()
+    assert cli.main(["anonymize", str(src), "--k", "3", "--qi", "age", "--out", "people_k3",
+                     "--db", str(db)]) == 0, capsys.readouterr().err
+    assert db.exists()
+
+
 def test_csv_pass_through_columns_keep_their_text(tmp_path, capsys):
     src, dst = tmp_path / "p.csv", tmp_path / "o.csv"
     _write_csv(src, 60)

@@ -167,6 +167,20 @@ def test_not_an_anonymized_table_is_an_error(con):
         one(con, "gcp('nope')")
 
 
+@pytest.mark.parametrize("metric", ["gcp('{t}')", "total_il('{t}')", "discernibility('{t}')",
+                                    "cavg('{t}')", "cavg('{t}', 2)", "suppression('{t}')",
+                                    "cm('{t}', 'sex')"])
+def test_every_utility_metric_refuses_a_table_that_is_no_output_by_name(con, metric):
+    # a hand-made generalized table (no kanon_run / suppressed): gcp said "not an output of
+    # k_anonymize"; discernibility, cavg, suppression and cm failed with DuckDB's binder error
+    # 'Referenced column "kanon_run" not found in FROM clause!'
+    con.execute("CREATE OR REPLACE TABLE hand AS SELECT * FROM (VALUES (20, 29, 'M', 1), "
+                "(20, 29, 'M', 1), (30, 39, '*', 2), (30, 39, '*', 2)) v(age_min, age_max, sex, ec)")
+    with pytest.raises(Exception, match="'hand' is not an output of k_anonymize "
+                                        r"\(no column kanon_run, suppressed\)"):
+        one(con, metric.format(t="hand"))
+
+
 def test_macros_are_registered(con):
     names = {r[0] for r in con.execute(
         "SELECT function_name FROM duckdb_functions() WHERE function_type = 'macro'").fetchall()}

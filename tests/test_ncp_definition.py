@@ -278,3 +278,24 @@ def test_gcp_of_large_integers_keeps_the_spans(con):
     assert want > 0
     assert con.execute("SELECT gcp('out_t')").fetchone()[0] == pytest.approx(want, rel=1e-12)
     assert recorded_loss(con, run_id)[1] == [pytest.approx(want, rel=1e-12)]
+
+
+@pytest.mark.parametrize("algo", ["mondrian", "optimal"])
+def test_an_all_null_categorical_qi_runs_without_a_numpy_warning(con, algo):
+    # the flat tree of a column holding only NULLs has no counted leaf (the NULL leaf is not
+    # counted), so leaves(root) = 0: node_ncp divided 0 by 0 and numpy printed "divide by zero"
+    # / "invalid value" RuntimeWarnings on the user's stderr (an error under -W error)
+    con.execute("CREATE OR REPLACE TABLE alln AS SELECT i AS id, NULL::VARCHAR AS b, i % 9 AS c "
+                "FROM range(40) r(i)")
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        anonymize(con, "alln", ["b", "c"], 3, algo)
+    assert con.execute("SELECT DISTINCT b FROM out_t").fetchall() == [(None,)]
+    assert con.execute("SELECT gcp('out_t')").fetchone()[0] == pytest.approx(0.0)
+
+
+def test_node_ncp_of_a_tree_without_counted_leaves_is_zero():
+    from kanon_duckdb.ncp import node_ncp
+    assert node_ncp([0, 0]).tolist() == [0.0, 0.0]
+    assert node_ncp([4, 2, 1, 1]).tolist() == [1.0, 0.5, 0.0, 0.0]

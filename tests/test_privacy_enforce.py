@@ -175,6 +175,43 @@ def test_optimal_with_models_equals_brute_force(con):
     assert best_k <= best
 
 
+@pytest.mark.parametrize("algo", ["mondrian", "kmember", "optimal"])
+@pytest.mark.parametrize("risk", ["max_risk := 0.04", "avg_risk := 0.04",
+                                  "max_risk := 0.04, sensitive := 's'"])
+def test_a_risk_limit_larger_than_the_table_is_a_clear_error(con, algo, risk):
+    # 1 / 0.04 = 25 rows per class on a 20-row table: no class can exist. Without l or t the
+    # whole-table check was skipped: the local algorithms raised "internal error: 1 classes
+    # violate the requested privacy models ...; please report it", optimal "no generalization
+    # is k-anonymous (k=25)" (the user asked k := 2)
+    make_table(con, random.Random(3), 20)
+    with pytest.raises(Exception, match="the models need classes of at least 25 rows but the "
+                                        "table has 20; relax k / max_risk / avg_risk / l"):
+        con.execute(f"FROM k_anonymize('src', k := 2, algo := '{algo}', qi := ['age', 'z'], "
+                    f"{risk})").fetchall()
+
+
+@pytest.mark.parametrize("algo", ["kmember", "oka", "ika", "kab", "bha", "info2means", "bottomup"])
+def test_t_zero_with_suppression_publishes_the_whole_table_class(con, algo):
+    # t := 0 holds for the whole table only. With max_suppression the repair suppressed a
+    # violating class, the rows left (no longer the table's distribution) violated t with no
+    # class to merge with, and the run failed: "internal error: 1 classes violate the requested
+    # privacy models (['k-anonymity', 't-closeness']); please report it"
+    con.execute("CREATE OR REPLACE TABLE tz AS SELECT i AS id, (i * 37) % 101 AS a, CASE WHEN "
+                "i < 30 THEN 'x' WHEN i < 38 THEN 'y' ELSE 'z' END AS s FROM range(40) r(i)")
+    con.execute(f"CREATE OR REPLACE TABLE tz_out AS FROM k_anonymize('tz', k := 2, algo := "
+                f"'{algo}', qi := ['a'], sensitive := 's', t := 0, t_distance := 'equal', "
+                f"max_suppression := 0.1)")
+    rows = con.execute("SELECT a_min, a_max, s, suppressed FROM tz_out").fetchall()
+    published = [r for r in rows if not r[3]]
+    n = len(rows)
+    glob = {v: sum(r[2] == v for r in rows) / n for v in ("x", "y", "z")}
+    for cls in {(r[0], r[1]) for r in published}:
+        members = [r for r in published if (r[0], r[1]) == cls]
+        dist = {v: sum(r[2] == v for r in members) / len(members) for v in glob}
+        assert 0.5 * sum(abs(dist[v] - glob[v]) for v in glob) == pytest.approx(0.0, abs=1e-12)
+    assert len(rows) == 40 and len(published) >= 36
+
+
 def test_infeasible_model_is_a_clear_error(con):
     make_table(con, random.Random(3), 40)
     with pytest.raises(Exception, match="distinct l-diversity with l=5 is impossible.*lower l"):

@@ -1,5 +1,6 @@
 """connect/register: everything registered, idempotently, on new or existing connections."""
 import duckdb
+import pytest
 
 import kanon_duckdb
 
@@ -52,5 +53,24 @@ def test_every_algorithm_is_listed_in_the_unknown_algo_error():
                 assert name in str(exc)
         else:
             raise AssertionError("unknown algo accepted")
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("ddl, shown", [
+    ("(attr VARCHAR, child INTEGER, parent INTEGER)", "child INTEGER, parent INTEGER"),
+    ("(attr VARCHAR, child VARCHAR)", "parent missing"),
+])
+def test_a_kanon_taxonomy_of_another_shape_is_refused_by_name(ddl, shown):
+    # a user-made kanon_taxonomy with INTEGER labels made k_anonymize report the tree's own
+    # labels as "missing from its taxonomy" ('1' (10 rows), ...), and one without parent made
+    # connect fail with DuckDB's 'Referenced column "parent" not found in FROM clause!'
+    con = duckdb.connect()
+    try:
+        con.execute(f"CREATE TABLE kanon_taxonomy {ddl}")
+        with pytest.raises(kanon_duckdb.errors.TaxonomyError,
+                           match=r"kanon_taxonomy must have the columns attr VARCHAR, child "
+                                 r"VARCHAR, parent VARCHAR; .*" + shown):
+            kanon_duckdb.register(con)
     finally:
         con.close()

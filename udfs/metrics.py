@@ -22,6 +22,9 @@ the run in the table's ``kanon_run`` column. These two deterministic UDFs, folde
   of the classes) and ``'__kanon_nosup'`` (a constant FALSE column the macros add) otherwise.
 - ``__kanon_column(tbl, name)`` (over ``__kanon_column_in``) -> VARCHAR: the stored name of one column (a sensitive attribute,
   a class label), or an error listing the table's columns.
+- ``__kanon_output_cols(tbl)`` (over ``__kanon_output_cols_in``) -> VARCHAR[]: every column of
+  an anonymized table (``published.output_columns``), or the error "not an output of
+  k_anonymize" for a table without ec / kanon_run / suppressed (read by ``__kanon_output``).
 
 Like every kanon-duckdb UDF they read through a cursor, which does not see TEMP tables or
 uncommitted changes of the caller's transaction (the error names the workaround: these macros
@@ -45,7 +48,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from kanon_duckdb.errors import InvalidParameterError, UnknownObjectError
-from kanon_duckdb.published import qi_layout
+from kanon_duckdb.published import output_columns, qi_layout
 from kanon_duckdb.sqlutil import quote_ident
 
 from kanon_duckdb.udf_spec import UDF, UdfContext, first_value
@@ -167,7 +170,8 @@ def shadow_key(cur, source) -> dict | None:
 
 
 def declare(ctx: UdfContext) -> list[UDF]:
-    """``__kanon_column``, ``__kanon_meta`` and ``__kanon_qi_cols`` on ``ctx.con`` (deterministic)."""
+    """``__kanon_column``, ``__kanon_meta``, ``__kanon_qi_cols`` and ``__kanon_output_cols`` on
+    ``ctx.con`` (deterministic)."""
     con = ctx.con
     memo = _Memo(con)
     # The macros name these UDFs inside COLUMNS lambdas, where DuckDB refuses
@@ -211,6 +215,12 @@ def declare(ctx: UdfContext) -> list[UDF]:
         res = memo.get(("col", conn_id, t, _registered(conn_id, t), c), lambda: _with_cursor(con, one_column, conn_id, t, c))
         return pa.array([res] * len(tbl), type=pa.string())
 
+    def kanon_output_cols(tbl, conn):
+        t, conn_id = first_value(tbl), caller(conn)
+        res = memo.get(("out", conn_id, t, _registered(conn_id, t)),
+                       lambda: _with_cursor(con, output_columns, conn_id, t))
+        return pa.array([res] * len(tbl), type=pa.list_(pa.string()))
+
     def kanon_shadow(tbl, conn):
         # one answer per distinct name: kanon_compare passes a column of names
         conn_id = caller(conn)
@@ -228,6 +238,7 @@ def declare(ctx: UdfContext) -> list[UDF]:
         UDF("__kanon_shadow_in", kanon_shadow, ("VARCHAR", "BIGINT"),
             "STRUCT(s VARCHAR, n VARCHAR, msg VARCHAR)"),
         UDF("__kanon_column_in", kanon_column, ("VARCHAR", "VARCHAR", "BIGINT"), "VARCHAR"),
+        UDF("__kanon_output_cols_in", kanon_output_cols, ("VARCHAR", "BIGINT"), "VARCHAR[]"),
         UDF("__kanon_meta_in", kanon_meta, ("VARCHAR", "BIGINT"), META_TYPE),
         UDF("__kanon_qi_cols_in", kanon_qi_cols, ("VARCHAR", "VARCHAR[]", "BIGINT"), QI_COLS_TYPE),
     ]

@@ -10,6 +10,10 @@ size as their papers describe; ``repair`` then makes every cluster satisfy every
       else merge it into the class whose union with it costs the least weighted NCP
       (|a ∪ b|·NCP(a ∪ b) - |a|·NCP(a) - |b|·NCP(b)), preferring unions that satisfy every model.
 
+When the rows left after suppression violate a model that is not monotone under suppression
+(t-closeness, entropy / recursive l) with no class left to merge with, the loop runs again over
+every row with no suppression (``privacy_repair.unsuppressed`` in ``kanon_runs.details``).
+
 Every model is monotone under generalization (a union of satisfying classes satisfies it) and
 the whole table satisfies them (``spec.build_spec`` checks), so the loop ends. Cost: O(V · C ·
 (d·h + M)) for V violating classes among C (numba).
@@ -166,6 +170,15 @@ def repair(data: QIData, part: Partition, spec: PrivacySpec, budget_rows: int,
         new_ec[suppressed] = C  # one class of suppressed rows
     info = dict(part.info)
     info["privacy_repair"] = {"suppressed_rows": int(n_sup)}
+    if suppressed.any() and violating_classes(spec, new_ec, C + 1, suppressed).size:
+        # The rows left after suppression violate a model that is not monotone under
+        # suppression (t-closeness, entropy / recursive l: e.g. t := 0 holds for the whole
+        # table only) and no merge is left: merge again over every row, suppressing none (the
+        # whole table satisfies every model, spec.build_spec checks, so merging ends).
+        mapping, _ = _repair(X, ec, C, spec.packed(), spec.scr_cols, scale, tree_of, leaf_node,
+                             leaf_off, parent, leaf_hi, n_leaves, node_off, w, 0.0)
+        new_ec, suppressed = mapping[ec], np.zeros(ec.size, dtype=bool)
+        info["privacy_repair"] = {"suppressed_rows": 0, "unsuppressed": True}
     return dataclasses.replace(part, ec=new_ec, suppressed=suppressed if suppressed.any() else None,
                                cat_nodes=None, num_lo=None, num_hi=None, info=info)
 

@@ -268,6 +268,7 @@ def build_spec(con, models: tuple, sensitive: list, t_distance, columns: dict, n
         spec.models = models
         spec.sensitive = list(sensitive)
         spec.row_w = row_w
+        _check_whole_table(spec, n)  # a risk limit can ask for classes larger than the table
         return spec
     codes = np.zeros((n, len(sensitive)), dtype=np.int32)
     val_off = [0]
@@ -345,12 +346,11 @@ def _check_whole_table(spec: PrivacySpec, n: int) -> None:
     ok = spec.classes_ok(np.zeros(n, dtype=np.int64), 1)
     if ok[0]:
         return
-    h = K.class_hist(np.zeros(n, dtype=np.int64), 1, spec.packed(), spec.row_w)[0]
     lmod = next((m for m in spec.models if hasattr(m, "kind")), None)
-    for a, name in enumerate(spec.sensitive):
-        v = table_values(spec, h, a)
-        if lmod is not None:
-            have = v[{1: "distinct", 2: "entropy", 3: "recursive"}[lmod.kind]]
+    if lmod is not None:
+        h = K.class_hist(np.zeros(n, dtype=np.int64), 1, spec.packed(), spec.row_w)[0]
+        for a, name in enumerate(spec.sensitive):
+            have = table_values(spec, h, a)[{1: "distinct", 2: "entropy", 3: "recursive"}[lmod.kind]]
             if have < lmod.l * (1 - K.EPS):
                 raise InfeasibleError(
                     f"{lmod.describe()['model']} with l={lmod.l:g} is impossible: the whole table "

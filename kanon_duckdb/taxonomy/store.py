@@ -40,9 +40,28 @@ _NUMERIC = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "
             "UINTEGER", "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "REAL", "DECIMAL"}
 
 
+_COLUMNS = ("attr", "child", "parent")  # all VARCHAR: labels are compared as text everywhere
+
+
 def ensure_taxonomy_table(con) -> None:
-    """Create ``kanon_taxonomy`` if it does not exist."""
-    con.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} (attr VARCHAR, child VARCHAR, parent VARCHAR)")
+    """Create ``kanon_taxonomy`` if it does not exist; a table of that name of another shape (a
+    column missing or not VARCHAR, e.g. made by hand with INTEGER labels) is a TaxonomyError
+    naming the difference and the fix. O(columns of the current schema's kanon_taxonomy)."""
+    have = dict(con.execute(
+        "SELECT lower(column_name), data_type FROM duckdb_columns() WHERE table_name = ? "
+        "AND schema_name = current_schema() AND database_name = current_database()",
+        [TABLE]).fetchall())
+    if not have:
+        con.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} (attr VARCHAR, child VARCHAR, "
+                    f"parent VARCHAR)")
+        return
+    wrong = [f"{c} missing" if c not in have else f"{c} {have[c]}" for c in _COLUMNS
+             if have.get(c) != "VARCHAR"]
+    if wrong:
+        raise TaxonomyError(
+            f"{TABLE} must have the columns attr VARCHAR, child VARCHAR, parent VARCHAR; this "
+            f"database's has {', '.join(wrong)}. Convert it (ALTER TABLE {TABLE} ALTER COLUMN "
+            f"child TYPE VARCHAR, ...) or rename it and INSERT its rows into a new {TABLE}")
 
 
 def in_transaction(con) -> bool:
