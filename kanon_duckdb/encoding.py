@@ -33,7 +33,8 @@ from .errors import ConcurrentChangeError, DataError, InvalidParameterError, Unk
 from .relation import Source, resolve_source
 from .string_codes import StringCodes
 from .sqlutil import quote_ident
-from .taxonomy.store import read_indexes, resolve_tree_attr, taxonomy_attrs, validate_coverage
+from .taxonomy.store import (read_indexes, resolve_tree_attr, resolve_trees, taxonomy_attrs,
+                             validate_coverage)
 from .taxonomy.tree import flat_index
 
 _INT_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
@@ -309,10 +310,9 @@ def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False,
     num_null = np.zeros((n, dn), dtype=bool)
     # each QI's tree before the scan: a tree's leaves take codes 0..L-1 (their leaf ordinals)
     # and NULL the code L (the NULL leaf's ordinal), so that the codes need no second pass
-    trees, tree_attrs, attrs = [], {}, taxonomy_attrs(con)
+    trees, tree_attrs = [], {}
     tree_qis = plan.categorical + (plan.numeric if need_num_trees else [])
-    chosen = {c: resolve_tree_attr(con, c, plan.table, taxonomies, attrs) for c in tree_qis}
-    indexes = read_indexes(con, chosen.values())  # every tree in one query
+    chosen, indexes = resolve_trees(con, tree_qis, plan.table, taxonomies)  # one query
     given = [indexes.get(chosen[c]) if chosen[c] is not None else None for c in plan.categorical]
     leaves = [_leaf_labels(t) for t in given]
     coders = [StringCodes(labels) for labels in leaves]
