@@ -208,11 +208,12 @@ def caller_source(cur, name):
 
 def run_on(con, ctx: UdfContext, cur, source, args: dict, in_row_order: bool = False):
     """Run the algorithm of ``args`` (the options ``__kanon_sql`` packed) on ``source`` through
-    the reader cursor ``cur``, interruptible from ``con``: the AnonymizationResult
-    (``in_row_order``: see ``anonymize``)."""
+    the reader cursor ``cur`` (the UDF's own, in autocommit mode: ``runs.own_cursor``),
+    interruptible from ``con``: the AnonymizationResult (``in_row_order``: see ``anonymize``)."""
     from kanon_duckdb.anonymize import anonymize
+    from kanon_duckdb.runs import own_cursor
     with interrupt.watch(con, ctx.progress) as progress:
-        return anonymize(cur, source, k=args["k"], algo=args["algo"], qi=args["qi"],
+        return anonymize(own_cursor(cur), source, k=args["k"], algo=args["algo"], qi=args["qi"],
                          seed=args["seed"], numeric=args["numeric"],
                          categorical=args["categorical"], params=args["params"],
                          taxonomies=args.get("taxonomies"), progress=progress,
