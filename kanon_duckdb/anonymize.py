@@ -20,6 +20,7 @@ from . import objectives
 from .algorithms import get_algorithm
 from .algorithms.base import Partition, no_progress
 from .qidata import QIData
+from .relation import Source, resolve_source
 from .encoding import QIPlan, encode, group_rows, plan_qis, resolve_column, with_key_columns
 from .errors import InfeasibleError, InvalidParameterError
 from .generalize import Generalized, generalize, per_qi_loss
@@ -69,7 +70,7 @@ def check_k(k, n=None):
 def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, categorical=None,
               params=None, progress=no_progress, record=True, taxonomies=None,
               ranges=None, row_counts=None, sensitive_reference=None,
-              in_row_order=False) -> AnonymizationResult:
+              in_row_order=False, rows_estimate=None) -> AnonymizationResult:
     """Anonymize ``table`` (read through ``con``) and record the run in ``kanon_runs``.
 
     ``taxonomies``: QI -> kanon_taxonomy attr naming the tree a QI uses (else the tree of
@@ -89,6 +90,10 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
     scan) and groups them itself (``encoding.group_rows``) instead of reading DuckDB's GROUP BY;
     the same tuples, so the same classes.
 
+    ``rows_estimate``: the catalog's row count of ``table`` when the caller looked it up (the
+    SQL statement, at bind time); a ``table`` given by name is looked up here. A small table is
+    read whole before it is encoded (``encoding.encode``), one statement less.
+
     Returns per-row class ids and per-class published values; the SQL layer joins them back.
     """
     t0 = time.perf_counter()
@@ -104,6 +109,10 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
         raise InvalidParameterError(
             f"row_counts := applies to the full-domain algorithms (optimal, kgen, random, "
             f"datafly), not to '{algorithm.name}'; pass the rows themselves")
+    if isinstance(table, str):  # resolved once here: its catalog estimate also decides the read
+        table = resolve_source(con, table)
+    if rows_estimate is None and isinstance(table, Source):
+        rows_estimate = table.ordered_rows
     plan = plan_qis(con, table, qi, numeric, categorical)
     weights = objectives.check_weights(params.pop("weights", None), plan.qi)
     extra = extra_columns(plan, algorithm, params, given)
@@ -117,7 +126,8 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
         by_rows = in_row_order and histogram and not row_counts and not extra
         row_key, data = encode(con, plan, extra_columns=extra,
                                need_num_trees=algorithm.needs_num_trees, taxonomies=taxonomies,
-                               histogram=False if by_rows else histogram)
+                               histogram=False if by_rows else histogram,
+                               rows_estimate=rows_estimate)
         rows = None
         if by_rows:  # the histogram of the rows read in order: each row's tuple kept
             keys = row_key

@@ -33,7 +33,8 @@ from .errors import ConcurrentChangeError, DataError, InvalidParameterError, Unk
 from .relation import Source, resolve_source
 from .string_codes import StringCodes
 from .sqlutil import quote_ident
-from .taxonomy.store import read_indexes, resolve_tree_attr, taxonomy_attrs, validate_coverage
+from .taxonomy.store import (read_indexes, resolve_tree_attr, resolve_trees, taxonomy_attrs,
+                             validate_coverage)
 from .taxonomy.tree import flat_index
 
 _INT_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
@@ -263,7 +264,7 @@ def histogram_sql(plan: QIPlan, extra_columns=(), counts_column: str | None = No
 
 
 def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False,
-           taxonomies=None, histogram=False) -> tuple[np.ndarray, QIData]:
+           taxonomies=None, histogram=False, rows_estimate=None) -> tuple[np.ndarray, QIData]:
     """Read the QIs (and ``extra_columns`` as raw Arrow arrays) and encode them.
 
     Each QI's tree is the one ``taxonomy.store.resolve_tree_attr`` picks for (plan.table, QI,
@@ -272,6 +273,9 @@ def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False,
     counts in ``QIData.counts`` (``histogram_sql``); the key of a tuple is the key of each of
     its rows (``row_key_sql``). A column name: the same, the source's rows standing for the
     counts in that column.
+    ``rows_estimate``: the catalog's row count of the relation when the caller knows it; up to
+    SMALL_ROWS rows (rows, not a histogram, every numeric QI an integer) the scan is read whole
+    first and the extremes taken from it (``_read_small``), one statement less.
     Returns (row keys uint64 (n,), QIData). Cost: one aggregate over the rows (row count,
     numeric extremes) and one streamed scan of the QI columns (of the histogram's GROUP BY) in
     Arrow batches of STREAM_ROWS rows, each encoded
@@ -298,9 +302,17 @@ def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False,
     # and its size at most their count, so the aggregate reads the rows (a plain scan) and the
     # arrays, sized for the rows (pages untouched past the tuples cost no memory), are cut to
     # the tuples after the scan
-    n, fills = _numeric_fills(
-        con, f"SELECT {', '.join(sel[:1 + dn])} FROM {plan.table_sql}" if histogram else query,
-        plan)
+    small = None
+    if (not histogram and rows_estimate is not None and rows_estimate <= SMALL_ROWS
+            and all(c in plan.integer for c in plan.numeric)):
+        small = _read_small(con, query, plan)
+    if small is not None:
+        n, fills, batches = small
+    else:
+        n, fills = _numeric_fills(
+            con, f"SELECT {', '.join(sel[:1 + dn])} FROM {plan.table_sql}" if histogram else query,
+            plan)
+        batches = None
     if n == 0:
         raise DataError(f"table {plan.table!r} is empty; there is nothing to anonymize")
     rowid = np.empty(n, dtype=np.uint64)  # row keys (see row_key_sql)
@@ -309,10 +321,9 @@ def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False,
     num_null = np.zeros((n, dn), dtype=bool)
     # each QI's tree before the scan: a tree's leaves take codes 0..L-1 (their leaf ordinals)
     # and NULL the code L (the NULL leaf's ordinal), so that the codes need no second pass
-    trees, tree_attrs, attrs = [], {}, taxonomy_attrs(con)
+    trees, tree_attrs = [], {}
     tree_qis = plan.categorical + (plan.numeric if need_num_trees else [])
-    chosen = {c: resolve_tree_attr(con, c, plan.table, taxonomies, attrs) for c in tree_qis}
-    indexes = read_indexes(con, chosen.values())  # every tree in one query
+    chosen, indexes = resolve_trees(con, tree_qis, plan.table, taxonomies)  # one query
     given = [indexes.get(chosen[c]) if chosen[c] is not None else None for c in plan.categorical]
     leaves = [_leaf_labels(t) for t in given]
     coders = [StringCodes(labels) for labels in leaves]
@@ -323,7 +334,8 @@ def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False,
     # below PARALLEL_ENCODE_ROWS rows the threads' start and hand-offs cost more than they save
     workers = max(1, min(dc, os.cpu_count() or 1)) if n >= PARALLEL_ENCODE_ROWS else 1
     with ThreadPoolExecutor(max_workers=workers) as pool:  # threads start on first submit
-        for batch in con.sql(query).to_arrow_reader(STREAM_ROWS):
+        for batch in (batches if batches is not None
+                      else con.sql(query).to_arrow_reader(STREAM_ROWS)):
             b = a + batch.num_rows
             if b > n:
                 raise ConcurrentChangeError(
@@ -396,6 +408,39 @@ def encode(con, plan: QIPlan, extra_columns=(), need_num_trees=False,
 
 
 STREAM_ROWS = 1 << 20  # rows per Arrow batch while encoding: only the encoded arrays grow with n
+# up to this many rows (the catalog's estimate, ``encode``'s rows_estimate) the scan is read
+# whole before encoding (``_read_small``); above twice as many read so, it counts first again
+SMALL_ROWS = 1 << 18
+
+
+def _read_small(con, query: str, plan: QIPlan):
+    """(row count, one :class:`_NumericFill` per numeric QI, the batches) of ``query`` read
+    whole (every numeric QI an integer, column 1 + j the j-th): the extremes ``_numeric_fills``
+    would aggregate, taken from the rows themselves (exact for integers), in the same statement
+    as the rows. None (the reader closed) once more than 2 * SMALL_ROWS rows come: the
+    catalog's estimate was stale, the caller counts first. O(rows x numeric QIs)."""
+    reader = con.sql(query).to_arrow_reader(STREAM_ROWS)
+    batches, n = [], 0
+    for batch in reader:
+        batches.append(batch)
+        n += batch.num_rows
+        if n > 2 * SMALL_ROWS:
+            reader.close()
+            return None
+    fills = []
+    for j in range(len(plan.numeric)):
+        lo = hi = None
+        for batch in batches:
+            col = batch.column(1 + j)
+            values = to_numpy(col)
+            if col.null_count:
+                values = values[validity(col)]
+            if values.size:
+                b_lo, b_hi = int(values.min()), int(values.max())
+                lo = b_lo if lo is None else min(lo, b_lo)
+                hi = b_hi if hi is None else max(hi, b_hi)
+        fills.append(_NumericFill(True, lo, hi, n))
+    return n, fills, batches
 PARALLEL_ENCODE_ROWS = 1 << 17  # from this many rows, categorical columns encode in parallel
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+import weakref
 
 import duckdb
 from dataclasses import dataclass, field, fields
@@ -93,17 +94,38 @@ def ensure_runs_table(con) -> None:
             con.execute(f"ALTER TABLE kanon_runs ADD COLUMN {name} {_SQL_TYPES[name]}")
 
 
+# Cursors the UDFs opened for their run (udfs/anonymize.py run_on): used by kanon-duckdb only,
+# never inside an explicit transaction (autocommit), so a failed statement there aborts nothing.
+_OWN_CURSORS: weakref.WeakSet = weakref.WeakSet()
+
+
+def own_cursor(cur):
+    """Mark ``cur``, a cursor the UDFs opened and use in autocommit mode only (no BEGIN), as
+    theirs: :func:`record_run` inserts there first and checks the table (``ensure_runs_table``)
+    only when the insert cannot bind it, one statement less per run. Returns ``cur``."""
+    _OWN_CURSORS.add(cur)
+    return cur
+
+
+_INSERT = (f"INSERT INTO kanon_runs (run_id, {', '.join(name for name, _ in RUNS_COLUMNS)}) "
+           f"SELECT coalesce(max(run_id), 0) + 1, {', '.join('?' for _ in RUNS_COLUMNS)} "
+           f"FROM kanon_runs RETURNING run_id")  # the next id and the row in one statement
+
+
 def record_run(con, rec: RunRecord) -> int:
-    """Insert ``rec`` under the next run id (parameters bound, nothing spliced); returns the id."""
-    names = [name for name, _ in RUNS_COLUMNS]
-    values = [_to_sql(name, getattr(rec, name)) for name in names]
+    """Insert ``rec`` under the next run id (parameters bound, nothing spliced); returns the id.
+    The table is made complete first (``ensure_runs_table``: a bind, no statement, so an open
+    transaction of the caller's stays usable); on a cursor of :func:`own_cursor` only when the
+    insert fails to bind it (no table, or one of an earlier version)."""
+    values = [_to_sql(name, getattr(rec, name)) for name, _ in RUNS_COLUMNS]
     with _RECORD_LOCK:
+        if con in _OWN_CURSORS:
+            try:
+                return int(con.execute(_INSERT, values).fetchall()[0][0])
+            except (duckdb.CatalogException, duckdb.BinderException):
+                pass  # made complete below, then inserted again
         ensure_runs_table(con)
-        # the next id and the row in one statement
-        return int(con.execute(
-            f"INSERT INTO kanon_runs (run_id, {', '.join(names)}) "
-            f"SELECT coalesce(max(run_id), 0) + 1, {', '.join('?' for _ in names)} FROM kanon_runs "
-            f"RETURNING run_id", values).fetchall()[0][0])
+        return int(con.execute(_INSERT, values).fetchall()[0][0])
 
 
 def _to_sql(name, value):

@@ -20,7 +20,9 @@ import numpy as np
 import pyarrow as pa
 
 from ._numba_config import njit
-from .arrowconv import cast, strings
+from pyarrow._compute import call_function
+
+from .arrowconv import cast, strings, to_numpy, validity
 
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)
@@ -28,6 +30,9 @@ _FIB = np.uint64(0x9E3779B97F4A7C15)  # 2^64 / golden ratio: Fibonacci hashing
 _COUNTS = 0   # state[0]: distinct values coded so far
 _USED = 1     # state[1]: bytes of the arena in use
 _NULLS = 2    # state[2]: NULL rows seen (weighted)
+# from this many rows of values longer than a word on average, an unweighted batch is coded
+# through Arrow's dictionary encoding (``StringCodes._encode_by_dictionary``)
+DICT_ROWS = 1 << 12
 
 
 @njit
@@ -175,6 +180,9 @@ class StringCodes:
             raise ValueError(f"StringCodes.encode: {n} rows but out holds {out.shape[0]}")
         if n == 0:
             return
+        if weights is None and n >= DICT_ROWS and self._long_values(arr):
+            self._encode_by_dictionary(arr, out, null_code)
+            return
         validity, offsets_buf, data_buf = arr.buffers()[:3]
         offsets = _read_only(np.frombuffer(offsets_buf, dtype=np.int32 if arr.type == pa.string()
                                            else np.int64)[arr.offset:arr.offset + n + 1])
@@ -192,6 +200,35 @@ class StringCodes:
             if row == n:
                 return
             self._grow(int(offsets[row + 1] - offsets[row]))
+
+    @staticmethod
+    def _long_values(arr) -> bool:
+        """True when the values of the text array ``arr`` average more than 8 bytes (the kernel
+        then hashes and compares them byte by byte)."""
+        offsets = arr.buffers()[1]
+        if offsets is None:
+            return False
+        view = np.frombuffer(offsets, dtype=np.int32 if arr.type == pa.string() else np.int64)
+        return int(view[arr.offset + len(arr)] - view[arr.offset]) > 8 * len(arr)
+
+    def _encode_by_dictionary(self, arr, out: np.ndarray, null_code: int) -> None:
+        """``encode`` (unweighted) through Arrow's dictionary encoding: its dictionary lists the
+        distinct values in order of first appearance, so coding the dictionary (counting
+        nothing) gives new values the codes a row-by-row pass would; each row then takes its
+        value's code and the codes count their rows. O(rows + bytes), the hashing in Arrow."""
+        encoded = call_function("dictionary_encode", [arr])
+        dictionary, indices = encoded.dictionary, encoded.indices
+        codes_of = np.empty(len(dictionary), dtype=np.int32)
+        self.encode(dictionary, codes_of, null_code, np.zeros(len(dictionary), dtype=np.int64))
+        index = to_numpy(indices).astype(np.intp)  # a NULL row's index: 0, masked below
+        codes = codes_of[index] if len(dictionary) else np.full(len(arr), null_code, np.int32)
+        valid = validity(indices) if indices.null_count else None
+        rows = np.bincount(index if valid is None else index[valid], minlength=len(dictionary))
+        if valid is not None:
+            codes[~valid] = null_code
+            self._state[_NULLS] += indices.null_count
+        out[:] = codes
+        self._counts[codes_of] += rows
 
     def _grow(self, value_bytes: int) -> None:
         """Room for one more value of ``value_bytes`` bytes: each full part doubles."""

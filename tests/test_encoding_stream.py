@@ -101,3 +101,87 @@ def test_a_histogram_is_grouped_once_and_equals_the_encoded_tuples():
                 np.testing.assert_array_equal(a.values, b.values)
     assert hist.num.flags.c_contiguous and hist.cat.flags.c_contiguous
     con.close()
+
+
+INT_QI = ["small_int", "offset_int", "rank_int", "cat_a", "cat_b"]
+
+
+def _same_encoding(a, b):
+    (key1, one), (key2, two) = a, b
+    np.testing.assert_array_equal(key1, key2)
+    for name in ("num", "num_null", "cat", "num_lo", "num_hi"):
+        np.testing.assert_array_equal(getattr(one, name), getattr(two, name))
+    assert [t.labels for t in one.trees] == [t.labels for t in two.trees]
+    assert [(c.kind, c.base, c.value_lo, c.value_hi) if c is not None else None
+            for c in one.num_codec] == [(c.kind, c.base, c.value_lo, c.value_hi)
+                                        if c is not None else None for c in two.num_codec]
+
+
+class _Counting:
+    """A connection that counts the statements sent through it."""
+
+    def __init__(self, con):
+        self.con, self.sent = con, []
+
+    def __getattr__(self, name):
+        return getattr(self.con, name)
+
+    def execute(self, sql, *args):
+        self.sent.append(sql)
+        return self.con.execute(sql, *args)
+
+    def sql(self, sql, *args):
+        self.sent.append(sql)
+        return self.con.sql(sql, *args)
+
+
+@pytest.mark.parametrize("extra", [[], ["sens"]])
+def test_a_small_table_read_whole_encodes_as_the_counted_read(monkeypatch, extra):
+    """rows_estimate up to SMALL_ROWS: the rows are read before the codecs are chosen (their
+    extremes from the rows, no aggregate first); the same arrays and codecs as the counted read,
+    also with batches of a few rows, an all-NULL integer column, and an estimate gone stale."""
+    con = kanon_duckdb.connect()
+    con.execute(TABLE)
+    con.execute("ALTER TABLE t ADD COLUMN nulls INTEGER")  # all NULL: no extremes
+    qi = INT_QI + ["nulls"]
+    plan = encoding.plan_qis(con, "t", qi)
+    counted = encoding.encode(con, plan, extra_columns=extra)
+    assert [c.kind if c is not None else "plain" for c in counted[1].num_codec][:3] == [
+        "plain", "offset", "rank"]
+    spy = _Counting(con)
+    small = encoding.encode(spy, plan, extra_columns=extra, rows_estimate=500)
+    _same_encoding(counted, small)
+    assert not any("count(*)" in q for q in spy.sent)  # no aggregate first
+    monkeypatch.setattr(encoding, "STREAM_ROWS", 7)  # many batches
+    _same_encoding(counted, encoding.encode(con, plan, extra_columns=extra, rows_estimate=500))
+    monkeypatch.setattr(encoding, "SMALL_ROWS", 100)  # the estimate (100) was stale: 500 rows
+    spy = _Counting(con)
+    _same_encoding(counted, encoding.encode(spy, plan, extra_columns=extra, rows_estimate=100))
+    assert any("count(*)" in q for q in spy.sent)  # counted first after all
+    con.close()
+
+
+def test_a_float_qi_or_no_estimate_counts_first():
+    con = kanon_duckdb.connect()
+    con.execute(TABLE)
+    for qi, estimate in ((QI, 500), (INT_QI, None)):
+        spy = _Counting(con)
+        encoding.encode(spy, encoding.plan_qis(con, "t", qi), rows_estimate=estimate)
+        assert any("count(*)" in q for q in spy.sent)
+    con.close()
+
+
+def test_anonymize_takes_the_estimate_from_the_catalog(monkeypatch):
+    from kanon_duckdb.anonymize import anonymize
+    con = kanon_duckdb.connect()
+    con.execute(TABLE)
+    seen = []
+    real = encoding.encode
+    monkeypatch.setattr("kanon_duckdb.anonymize.encode",
+                        lambda *a, **kw: (seen.append(kw.get("rows_estimate")), real(*a, **kw))[1])
+    a = anonymize(con, "t", k=5, qi=INT_QI)
+    con.execute("CREATE VIEW v AS FROM t")
+    b = anonymize(con, "v", k=5, qi=INT_QI)  # a view: no estimate, counted first
+    assert seen == [500, None]
+    np.testing.assert_array_equal(a.generalized.ec, b.generalized.ec)
+    con.close()

@@ -4,6 +4,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from kanon_duckdb import string_codes
 from kanon_duckdb.string_codes import StringCodes
 
 # short and long values, values equal up to a trailing NUL (same packed word, other length),
@@ -34,13 +35,24 @@ def _reference(labels, batches, weights=None):
     return codes, list(index), counts, nulls
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(values=st.lists(_VALUES, max_size=300), labels=st.lists(st.text(max_size=10), unique=True,
                                                                max_size=20),
        cuts=st.lists(st.integers(0, 300), max_size=4), weighted=st.booleans(),
-       text_type=st.sampled_from(["string", "large_string", "string_view"]), lead=st.integers(0, 3))
+       text_type=st.sampled_from(["string", "large_string", "string_view"]), lead=st.integers(0, 3),
+       by_dictionary=st.booleans())
 def test_codes_equal_a_dict_in_order_of_first_appearance(values, labels, cuts, weighted,
-                                                        text_type, lead):
+                                                        text_type, lead, by_dictionary):
+    # by_dictionary: every unweighted batch goes through Arrow's dictionary encoding
+    # (StringCodes._encode_by_dictionary), as long values of large batches do
+    with pytest.MonkeyPatch.context() as mp:
+        if by_dictionary:
+            mp.setattr(string_codes, "DICT_ROWS", 0)
+            mp.setattr(StringCodes, "_long_values", staticmethod(lambda arr: True))
+        _check_against_a_dict(values, labels, cuts, weighted, text_type, lead)
+
+
+def _check_against_a_dict(values, labels, cuts, weighted, text_type, lead):
     cuts = sorted({min(c, len(values)) for c in cuts} | {0, len(values)})
     typ = {"string": pa.string(), "large_string": pa.large_string(),
            "string_view": pa.string_view()}[text_type]
@@ -85,3 +97,21 @@ def test_bad_labels_and_lengths_are_refused():
         StringCodes(["a", "a"])
     with pytest.raises(ValueError, match="3 rows but out holds 2"):
         StringCodes().encode(pa.array(["a", "b", "c"]), np.empty(2, dtype=np.int32))
+
+
+def test_long_values_of_a_large_batch_take_the_dictionary_path(monkeypatch):
+    # Adult-like: 5,000 rows of 7 values longer than a word, some NULL, after labels
+    values = [None if i % 97 == 0 else f"value-number-{i * 7 % 11 % 7}" for i in range(5000)]
+    labels = ["value-number-3", "other"]
+    taken = []
+    real = StringCodes._encode_by_dictionary
+    monkeypatch.setattr(StringCodes, "_encode_by_dictionary",
+                        lambda self, *a: (taken.append(1), real(self, *a))[1])
+    coder = StringCodes(labels)
+    out = np.empty(len(values), dtype=np.int32)
+    coder.encode(pa.array(values, pa.string()), out, null_code=99)
+    assert taken == [1]
+    codes, ref_values, ref_counts, nulls = _reference(labels, [values])
+    assert out.tolist() == [99 if c is None else c for c in codes]
+    assert coder.values() == ref_values and coder.counts().tolist() == ref_counts
+    assert coder.null_count == nulls == 52

@@ -206,3 +206,66 @@ def test_root_only_tree_over_an_all_null_column(algo):
     with pytest.raises(duckdb.Error, match="q1"):
         c.execute(f"FROM k_anonymize('nt', k := 2, algo := '{algo}', qi := ['q0', 'q1'])").fetchall()
     c.close()
+
+
+def _per_qi(con, columns, table, taxonomies=None):
+    """resolve_tree_attr per QI and read_index per picked tree: what resolve_trees replaces."""
+    chosen = {c: store.resolve_tree_attr(con, c, table, taxonomies) for c in columns}
+    return chosen, {a: store.read_index(con, a) for a in set(chosen.values()) if a is not None}
+
+
+def _same_trees(a: dict, b: dict):
+    assert sorted(a) == sorted(b)
+    for attr in a:
+        assert a[attr].labels == b[attr].labels
+        assert a[attr].leaf_of_label == b[attr].leaf_of_label
+        assert (a[attr].parent == b[attr].parent).all() and (a[attr].anc == b[attr].anc).all()
+
+
+@pytest.mark.parametrize("table,columns,taxonomies", [
+    ("adult", ["sex", "age"], None),
+    ("patients", ["sex", "age"], None),
+    ("PATIENTS", ["sex"], None),                  # the relation's name case-insensitively
+    ("data/patients.parquet", ["sex"], None),
+    ("patients", ["sex"], {"sex": "SEX_V2"}),     # a named tree case-insensitively
+    ("patients", ["sex", "age"], {"age": "age_t"}),
+    ("ünïcode", ["sex"], {"sex": "Séx"}),         # non-ASCII names: the two-query path
+])
+def test_resolve_trees_picks_and_reads_what_resolve_tree_attr_does(con, table, columns, taxonomies):
+    store.insert_edges(con, "sex_v2", [("F", "*"), ("M", "*"), ("X", "*"), ("*", None)])
+    store.insert_edges(con, "AGE_T", [("40", "*"), ("41", "*"), ("*", None)])
+    store.insert_edges(con, "séx", [("F", "*"), ("M", "*"), ("*", None)])
+    chosen, indexes = store.resolve_trees(con, columns, table, taxonomies)
+    want_chosen, want_indexes = _per_qi(con, columns, table, taxonomies)
+    assert chosen == want_chosen
+    _same_trees(indexes, want_indexes)
+
+
+def test_resolve_trees_ambiguous_case_and_missing_named_tree(con):
+    # two attrs equal but for case: neither matches case-insensitively (resolve_tree_attr's rule)
+    store.insert_edges(con, "Patients.SEX", PATIENT_TREE)
+    store.insert_edges(con, "PATIENTS.sex", PATIENT_TREE)
+    assert store.resolve_trees(con, ["SEX"], "patients")[0] == {
+        "SEX": store.resolve_tree_attr(con, "SEX", "patients")}
+    with pytest.raises(TaxonomyError, match="no rows with attr = 'nope'"):
+        store.resolve_trees(con, ["sex"], "patients", {"sex": "nope"})
+    empty = duckdb.connect()  # no kanon_taxonomy table at all
+    assert store.resolve_trees(empty, ["sex"], "t") == ({"sex": None}, {})
+    empty.close()
+
+
+def test_a_tree_changed_between_statements_is_the_one_used(con):
+    """The per-process index cache (store.cached_index) is keyed by the rows read: a tree edited
+    between two statements is read, validated and used anew, never the cached one."""
+    q = "SELECT DISTINCT sex FROM k_anonymize('patients', k := 2, qi := ['age', 'sex']) ORDER BY 1"
+    assert con.execute(q).fetchall() == [("*",), ("FM",)]
+    store.insert_edges(con, "patients.sex",
+                       [("F", "FX"), ("X", "FX"), ("FX", "*"), ("M", "*"), ("*", None)])
+    # patients: ages 40 F, 41 M, 42 X, 43 F -> classes {40 F, 41 M} -> '*', {42 X, 43 F} -> FX
+    assert con.execute(q).fetchall() == [("*",), ("FX",)]
+    con.execute("UPDATE kanon_taxonomy SET parent = 'FM' WHERE attr = 'patients.sex' "
+                "AND child = 'M'")  # M under FM, a node that is nobody's child: two roots
+    with pytest.raises(duckdb.Error, match="root"):
+        con.execute(q).fetchall()
+    store.insert_edges(con, "patients.sex", PATIENT_TREE)  # the first tree again: cached, same labels
+    assert con.execute(q).fetchall() == [("*",), ("FM",)]

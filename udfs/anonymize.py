@@ -164,12 +164,16 @@ def checked_spec(cur, tbl, spec: dict) -> tuple:
     args = checked_options(tbl, spec, None)  # k, algo, parameters first, as the user reads them
     plan = plan_qis(cur, tbl, spec.get("qi"), spec.get("numeric"), spec.get("categorical"))
     args["qi"] = plan.qi
+    # the catalog's row count of a DuckDB table (relation.Source.ordered_rows): how the run reads
+    args["rows"] = getattr(tbl, "ordered_rows", None)
     from kanon_duckdb.encoding import with_key_columns
     from kanon_duckdb.privacy.hooks import sensitive_columns
     plan = with_key_columns(plan, sensitive_columns(plan, args["sensitive"], (), []))
     from kanon_duckdb.objectives import check_weights
     check_weights(args["params"].get("weights"), plan.qi)  # its names are QIs: refused before the run
-    args["plan"] = dataclasses.asdict(plan)  # the run reuses it: planned once per statement
+    # the run reuses it: planned once per statement (a shallow dict: it is dumped to JSON at
+    # once, so no deep copy of its lists as dataclasses.asdict makes)
+    args["plan"] = {f.name: getattr(plan, f.name) for f in dataclasses.fields(plan)}
     return plan, args
 
 
@@ -208,15 +212,16 @@ def caller_source(cur, name):
 
 def run_on(con, ctx: UdfContext, cur, source, args: dict, in_row_order: bool = False):
     """Run the algorithm of ``args`` (the options ``__kanon_sql`` packed) on ``source`` through
-    the reader cursor ``cur``, interruptible from ``con``: the AnonymizationResult
-    (``in_row_order``: see ``anonymize``)."""
+    the reader cursor ``cur`` (the UDF's own, in autocommit mode: ``runs.own_cursor``),
+    interruptible from ``con``: the AnonymizationResult (``in_row_order``: see ``anonymize``)."""
     from kanon_duckdb.anonymize import anonymize
+    from kanon_duckdb.runs import own_cursor
     with interrupt.watch(con, ctx.progress) as progress:
-        return anonymize(cur, source, k=args["k"], algo=args["algo"], qi=args["qi"],
+        return anonymize(own_cursor(cur), source, k=args["k"], algo=args["algo"], qi=args["qi"],
                          seed=args["seed"], numeric=args["numeric"],
                          categorical=args["categorical"], params=args["params"],
                          taxonomies=args.get("taxonomies"), progress=progress,
-                         in_row_order=in_row_order)
+                         in_row_order=in_row_order, rows_estimate=args.get("rows"))
 
 
 def run_and_store(con, ctx: UdfContext, cur, source, args: dict, values: bool = False):

@@ -146,7 +146,59 @@ def read_indexes(con, attrs) -> dict:
     edges: dict = {}
     for attr, child, parent in rows:
         edges.setdefault(attr, []).append((child, parent))
-    return {attr: build_index(attr, e) for attr, e in edges.items()}
+    return {attr: cached_index(attr, e) for attr, e in edges.items()}
+
+
+_INDEXES: dict = {}  # (attr, edges as a tuple) -> TaxonomyIndex, most recent last
+_INDEXES_KEPT = 64
+
+
+def cached_index(attr: str, edges: list) -> TaxonomyIndex:
+    """``build_index(attr, edges)``, kept per process for the same attr and the same edges (the
+    rows just read, in order): a tree read again unchanged is validated and indexed once; a
+    changed tree is a new key, so nothing stale is ever returned. The indexes are shared, hence
+    never modified (``with_null_leaf`` makes a copy). At most ``_INDEXES_KEPT`` trees kept."""
+    key = (attr, tuple(edges))
+    index = _INDEXES.pop(key, None)
+    if index is None:
+        index = build_index(attr, edges)
+        while len(_INDEXES) >= _INDEXES_KEPT:
+            _INDEXES.pop(next(iter(_INDEXES)))
+    _INDEXES[key] = index
+    return index
+
+
+def resolve_trees(con, columns, table=None, taxonomies=None) -> tuple[dict, dict]:
+    """({QI: the attr ``resolve_tree_attr`` picks, or None}, {attr: validated index of each
+    picked tree}) for the QIs ``columns`` of relation ``table``: one query reading the rows of
+    every attr ``resolve_tree_attr`` could pick (each QI's named tree, ``'<t>.<c>'`` and ``'<c>'``,
+    case-insensitively), instead of ``taxonomy_attrs`` and then ``read_indexes``. With a
+    non-ASCII name among them (Python's and DuckDB's lower case differ there) it does just
+    that. Raises as ``resolve_tree_attr`` does."""
+    columns = list(columns)
+    if not columns:
+        return {}, {}
+    rel = relation_name(table)
+    wanted = sorted({name for c in columns for name in
+                     ((taxonomies or {}).get(c), f"{rel}.{c}" if rel is not None else None, c)
+                     if name is not None})
+    if not all(name.isascii() for name in wanted):
+        attrs = taxonomy_attrs(con)
+        chosen = {c: resolve_tree_attr(con, c, table, taxonomies, attrs) for c in columns}
+        return chosen, read_indexes(con, chosen.values())
+    try:
+        rows = con.execute(f"SELECT attr, child, parent FROM {TABLE} WHERE lower(attr) IN "
+                           f"(SELECT lower(unnest(?))) ORDER BY rowid", [wanted]).fetchall()
+    except duckdb.CatalogException:
+        rows = []
+    edges: dict = {}
+    for attr, child, parent in rows:
+        edges.setdefault(attr, []).append((child, parent))
+    # every attr matching a candidate (an ASCII name is matched case-insensitively alike by
+    # DuckDB's lower() and Python's str.lower()): resolve_tree_attr sees the same matches
+    chosen = {c: resolve_tree_attr(con, c, table, taxonomies, list(edges)) for c in columns}
+    picked = sorted({a for a in chosen.values() if a is not None})
+    return chosen, {a: cached_index(a, edges[a]) for a in picked}
 
 
 # --------------------------------------------------------------------------- which tree a QI uses
