@@ -45,12 +45,15 @@ class Generalized:
 def dense_labels(labels: np.ndarray):
     """(sorted distinct labels, each row's index among them), like ``np.unique(...,
     return_inverse=True)`` but O(n + max label) by counting when labels are small non-negative
-    integers (every algorithm numbers its classes 0..C-1), instead of an O(n log n) sort."""
+    integers (every algorithm numbers its classes 0..C-1), instead of an O(n log n) sort. When
+    the labels are 0..C-1 already the indices are ``labels`` themselves (int64: not a copy)."""
     labels = np.asarray(labels).reshape(-1)
     if labels.size and labels.dtype.kind in "iu" and labels.min() >= 0 \
             and labels.max() < 2 * labels.size + 1024:
         present = np.zeros(int(labels.max()) + 1, dtype=bool)
         present[labels] = True
+        if present.all():  # dense already (every algorithm's own numbering): no gather, no copy
+            return np.arange(present.size), labels.astype(np.int64, copy=False)
         rank = np.cumsum(present, dtype=np.int64) - 1
         return np.flatnonzero(present), rank[labels]
     uniq, inv = np.unique(labels, return_inverse=True)
@@ -69,11 +72,16 @@ def generalize(data: QIData, part: Partition) -> Generalized:
                                            leaf_off, parent, leaf_hi, node_off)
     if data.counts is not None:  # a histogram: a class's size is its tuples' row counts
         size = np.bincount(ec, weights=data.counts, minlength=C).astype(np.int64)
+    dense = uniq.size == 0 or uniq[-1] == uniq.size - 1  # uniq is 0..C-1
+
+    def at(v):  # per class of the partition's numbering -> per class of ec (kept when dense)
+        return np.ascontiguousarray(v) if dense and v.shape[0] == C else v[uniq]
+
     if part.cat_nodes is not None:
-        nodes = np.asarray(part.cat_nodes, dtype=np.int32)[uniq]
+        nodes = at(np.asarray(part.cat_nodes, dtype=np.int32))
     if part.num_lo is not None:
-        lo = np.asarray(part.num_lo, dtype=np.float64)[uniq]
-        hi = np.asarray(part.num_hi, dtype=np.float64)[uniq]
+        lo = at(np.asarray(part.num_lo, dtype=np.float64))
+        hi = at(np.asarray(part.num_hi, dtype=np.float64))
     return Generalized(ec, C, size, lo, hi, nodes, part.suppressed)
 
 

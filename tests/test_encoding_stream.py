@@ -24,8 +24,11 @@ def _encode(con, histogram=False):
     return encoding.encode(con, plan, extra_columns=["sens"], histogram=histogram)
 
 
+@pytest.mark.parametrize("blocks", [False, True])
 @pytest.mark.parametrize("histogram", [False, True])
-def test_batches_of_any_size_encode_the_same(monkeypatch, histogram):
+def test_batches_of_any_size_encode_the_same(monkeypatch, histogram, blocks):
+    """... and whatever the numeric columns' row blocks (``blocks``: FILL_ROWS rows, each
+    batch's two halves in two threads)."""
     con = kanon_duckdb.connect()
     con.execute(TABLE)
     key1, one = _encode(con, histogram)
@@ -33,7 +36,10 @@ def test_batches_of_any_size_encode_the_same(monkeypatch, histogram):
         assert one.n == 500 and int(one.num_null[:, 0].sum()) == 46  # i % 11 == 0 is NULL
     kinds = [c.kind if c is not None else "plain" for c in one.num_codec]
     assert kinds == ["plain", "offset", "rank", "plain", "rank"]  # every codec path is exercised
-    monkeypatch.setattr(encoding, "STREAM_ROWS", 7)
+    monkeypatch.setattr(encoding, "STREAM_ROWS", 7 if not blocks else 40)
+    if blocks:
+        monkeypatch.setattr(encoding, "FILL_ROWS", 3)
+        monkeypatch.setattr(encoding, "PARALLEL_ENCODE_ROWS", 0)
     key2, many = _encode(con, histogram)
     if histogram:  # the GROUP BY may list distinct tuples in another order: compare sorted by key
         o1, o2 = np.argsort(key1), np.argsort(key2)

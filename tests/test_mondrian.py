@@ -237,10 +237,12 @@ def test_split_keeps_its_row_order_and_gathers_each_sides_extremes(d, n, seed):
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_threads_share_a_round_without_changing_the_partition(monkeypatch, seed):
     """Every round's segments cut into 1, 2 or 3 threads' shares (threshold lowered so small
-    tables take the threaded path) give the same classes, numbered alike, and published values."""
+    tables take the threaded path, and rounds kept breadth first) give the same classes,
+    numbered alike, and published values."""
     rng = np.random.default_rng(seed)
     data = naive.random_qidata(rng, 3000, 2, 2, max_leaves=12)
     monkeypatch.setattr(_kernels, "PARALLEL_MIN_ROWS", 0)
+    monkeypatch.setattr(_kernels, "DEPTH_FIRST_BYTES", 0)
     shares = []
     real_shares = _kernels._shares
     monkeypatch.setattr(_kernels, "_shares", lambda *a: shares.append(real_shares(*a)) or shares[-1])
@@ -255,6 +257,75 @@ def test_threads_share_a_round_without_changing_the_partition(monkeypatch, seed)
         assert np.array_equal(p.num_hi, parts[0].num_hi, equal_nan=True)
         assert np.array_equal(p.cat_nodes, parts[0].cat_nodes)
     assert np.bincount(parts[0].ec).min() >= 5
+
+
+def _with_l_diversity(data, rng, l):
+    """``data`` whose rows carry a sensitive column of 4 values, under distinct l-diversity."""
+    from dataclasses import replace
+
+    import pyarrow as pa
+
+    from kanon_duckdb.privacy import EXTRA_KEY
+    from kanon_duckdb.privacy.models import DistinctLDiversity, KAnonymity
+    from kanon_duckdb.privacy.spec import build_spec
+    values = pa.array([f"s{v}" for v in rng.integers(0, 4, data.n)])
+    spec = build_spec(None, (KAnonymity(1), DistinctLDiversity(l)), ["s"], "equal", {"s": values},
+                      data.n)
+    return replace(data, extra={EXTRA_KEY: spec})
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_depth_first_subtrees_give_the_breadth_first_partition(monkeypatch, seed):
+    """Segments finished depth first inside their round (below DEPTH_FIRST_BYTES) give the
+    classes of breadth-first rounds over every segment (DEPTH_FIRST_BYTES = 0), numbered
+    alike (by depth, then first row), with the same published values and the same final row
+    order: whatever the threshold, the thread count, and with a privacy model's checks."""
+    rng = np.random.default_rng(seed)
+    data = naive.random_qidata(rng, 4000, 2, 2, max_leaves=12, null_frac=0.05)
+    if seed == 2:
+        data = _with_l_diversity(data, rng, 2)
+    monkeypatch.setattr(_kernels, "PARALLEL_MIN_ROWS", 0)
+    perms = []
+    real_final = _kernels._final_classes
+    monkeypatch.setattr(_kernels, "_final_classes",
+                        lambda perm, *a: perms.append(perm.copy()) or real_final(perm, *a))
+    parts = []
+    for n_threads in (1, 2):
+        monkeypatch.setattr(_kernels, "threads", lambda n_threads=n_threads: n_threads)
+        for df_bytes in (0, 40 * 50, 40 * 700, 1 << 19):  # none, small, middle, all of it
+            monkeypatch.setattr(_kernels, "DEPTH_FIRST_BYTES", df_bytes)
+            parts.append(run(data, 4, 0, {}))
+    assert np.bincount(parts[0].ec).size > 100  # a deep tree
+    for p, perm in zip(parts[1:], perms[1:]):
+        assert np.array_equal(perm, perms[0])
+        assert np.array_equal(p.ec, parts[0].ec)
+        assert np.array_equal(p.num_lo, parts[0].num_lo, equal_nan=True)
+        assert np.array_equal(p.num_hi, parts[0].num_hi, equal_nan=True)
+        assert np.array_equal(p.cat_nodes, parts[0].cat_nodes)
+    # breadth-first numbering: classes final in an earlier round come first
+    sizes = np.bincount(parts[0].ec)
+    assert sizes.min() >= 4
+
+
+def test_final_classes_are_numbered_by_depth_then_first_row():
+    """Slots hold classes in first-row order; the numbering sorts them by depth, then first
+    row, and every row of a class gets its number through perm."""
+    k = 2
+    perm = np.array([5, 4, 3, 2, 1, 0, 7, 6], dtype=np.int64)
+    fin = np.full((3, 8 // k + 1), -1, dtype=np.int64)
+    for s, e, dep in ((0, 2, 2), (2, 4, 1), (4, 8, 2)):  # slot s // k
+        fin[:, s // k] = (s, e, dep)
+    fin_lo = np.arange(5 * 2, dtype=np.int32).reshape(5, 2)
+    fin_hi = fin_lo + 100
+    ec, lo, hi = _kernels._final_classes(perm, fin, fin_lo, fin_hi)
+    # depth 1: the class at rows 2:4 -> 0; depth 2: rows 0:2 -> 1, rows 4:8 -> 2
+    want = np.empty(8, dtype=np.int64)
+    want[perm[0:2]] = 1
+    want[perm[2:4]] = 0
+    want[perm[4:8]] = 2
+    assert ec.tolist() == want.tolist()
+    assert lo.tolist() == [[2, 3], [0, 1], [4, 5]]
+    assert hi.tolist() == [[102, 103], [100, 101], [104, 105]]
 
 
 def test_shares_cover_the_round_in_order_with_about_equal_rows():

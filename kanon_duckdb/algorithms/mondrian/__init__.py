@@ -27,6 +27,8 @@ final class satisfies them when the whole table does. The model tuple comes from
 """
 from __future__ import annotations
 
+from concurrent.futures import wait
+
 import numpy as np
 
 from ... import interrupt, objectives
@@ -36,7 +38,8 @@ from ...qidata import QIData
 from ...taxonomy._lca import lca_nodes
 from ...privacy import spec_of
 from ..._numba_config import njit
-from ._kernels import Dims, mondrian_partition
+from . import _kernels
+from ._kernels import Dims, mondrian_partition, threads
 
 LEAF_ORDER_FALLBACK = True  # measured on Adult (ARX QIs): lower GCP at every k with gain-based ties
 
@@ -109,19 +112,47 @@ def _rank_codes(col: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return rank[to_numpy(enc.indices)], distinct[order]
 
 
+def _row_blocks(n: int) -> list:
+    """Row ranges (a, b) of the threads that share a pass over n rows (one below
+    ``_kernels.PARALLEL_MIN_ROWS``)."""
+    parts = threads() if n >= _kernels.PARALLEL_MIN_ROWS else 1
+    cuts = [n * t // parts for t in range(parts + 1)]
+    return list(zip(cuts[:-1], cuts[1:]))
+
+
+def _on_blocks(fn, blocks) -> list:
+    """fn(a, b) of every block, the first in this thread and the others in the kernels' pool
+    (numba kernels release the GIL): their results in block order."""
+    if len(blocks) == 1:
+        return [fn(*blocks[0])]
+    pool = _kernels._pool(len(blocks) - 1)
+    others = [pool.submit(fn, a, b) for a, b in blocks[1:]]
+    try:
+        first = fn(*blocks[0])
+    finally:
+        wait(others)
+    return [first] + [f.result() for f in others]
+
+
 def code_dimensions(data: QIData):
     """(W int32 (n, d) row-major codes, vals float64, vals_off int64 (d + 1,)) for the kernels
     (see ``_kernels``), order preserving: numeric QIs first, coded by their offset from the
     smallest coordinate when the column is integral (integer SQL types, NULL coordinate
     included) and spans fewer than SHORT_SPAN values, else by rank (``_rank_codes``); then the
     categorical QIs' leaf ordinals, whose coordinate is the ordinal itself. O(n·d) in two
-    row-major passes, plus a hash and a sort of the distinct values of a float or wide column."""
+    row-major passes, each shared by the threads (``_row_blocks``), plus a hash and a sort of
+    the distinct values of a float or wide column."""
     dn, d = data.dn, data.dn + data.dc
     W = np.empty((data.n, d), dtype=np.int32)
-    lo, hi = _extremes(data.num, data.cat)
+    blocks = _row_blocks(data.n)
+    ext = _on_blocks(lambda a, b: _extremes(data.num[a:b], data.cat[a:b]), blocks)
+    lo = np.min([x[0] for x in ext], axis=0)
+    hi = np.max([x[1] for x in ext], axis=0)
     by_offset = np.array([bool(data.num_is_int[j]) and hi[j] - lo[j] < SHORT_SPAN
                           for j in range(dn)], dtype=np.bool_)
-    _fill_codes(data.num, data.cat, lo[:dn].copy(), by_offset, W)
+    base = lo[:dn].copy()
+    _on_blocks(lambda a, b: _fill_codes(data.num[a:b], data.cat[a:b], base, by_offset, W[a:b]),
+               blocks)
     vals, off = [], [0]
     for j in range(d):
         if j >= dn:
@@ -170,8 +201,8 @@ def run(data: QIData, k: int, seed: int, params: dict, progress=no_progress) -> 
     ec, lo, hi, trees = _partition(data, k, LEAF_ORDER_FALLBACK, progress)
     leaf_node, leaf_off, parent, leaf_hi, _nl, node_off, _sub, _leaf_lo = trees
     dn = data.dn
-    num_lo = lo[:, :dn].copy()
-    num_hi = hi[:, :dn].copy()
+    num_lo = np.ascontiguousarray(lo[:, :dn])  # lo/hi themselves when every QI is numeric
+    num_hi = np.ascontiguousarray(hi[:, :dn])
     has_null = num_lo < data.num_lo[None, :]  # NULLs sit at ncp.null_sentinel, below every value
     num_lo[has_null] = np.nan
     num_hi[has_null] = np.nan

@@ -17,7 +17,12 @@ take a contiguous share of them (``mondrian_partition``, a Python driver of nogi
 ``prange``, whose gufunc recompiled the whole call tree); each
 segment either splits into two contiguous halves of ``W``/``perm`` (in place, disjoint slices, so
 no races) or becomes final; the split pass also gathers each side's smallest and largest codes,
-which give the next round's widths and the final classes' published ranges. Medians: a count
+which give the next round's widths and the final classes' published ranges. A segment whose
+rows fit in DEPTH_FIRST_BYTES (half an L2 cache) is finished depth first inside its round:
+its whole subtree, the same splits in the same order within the segment, while its rows stay in
+cache; each final class is kept in the slot of its first row (``_final_classes``) with its
+depth, and classes are numbered by (depth, first row), the order breadth-first rounds over
+every segment make them final. Medians: a count
 of the codes in buckets brackets the median, quickselect finishes within (``_order_stats``):
 linear time per node, O(n·d·log n) overall. Each block of segments of a thread's share reuses
 one set of scratch arrays. Library calls with heavy numba implementations (np.partition, np.argsort,
@@ -381,7 +386,7 @@ def _split_in_place(W, perm, j, s, e, cut, kid_lo, kid_hi, r):
 
 @njit
 def _split_segments(W, perm, seg_s, seg_e, seg_lo, seg_hi, a, b, k, dims, trees, P, split,
-                    kid_lo, kid_hi):
+                    kid_lo, kid_hi, depth, df_rows, fin, fin_lo, fin_hi, stop):
     """One thread's share of a round: segments a:b (rows seg_s[r]:seg_e[r] of ``W``/``perm``,
     extremes ``seg_lo[r]``/``seg_hi[r]``) each split in place or left whole: ``split[r]`` is
     the split position (the two sides' extremes in ``kid_lo[r]``/``kid_hi[r]``, see
@@ -389,6 +394,12 @@ def _split_segments(W, perm, seg_s, seg_e, seg_lo, seg_hi, a, b, k, dims, trees,
     have k rows and satisfy every privacy model of ``P`` (``privacy._kernels.split_ok``, linear
     in the segment; skipped for k alone). ``dims`` (:class:`Dims`), ``trees``
     (``qidata.PackedTrees``).
+
+    A segment of at most ``df_rows`` rows is finished here, depth first (an explicit stack,
+    smaller side first): ``split[r]`` is -1 and every final class of its subtree, like every
+    segment left whole, goes to its slot of ``fin``/``fin_lo``/``fin_hi`` (``_final_classes``)
+    with its depth (this round's ``depth``, plus one per split below). ``stop``: the run's
+    interrupt flag, read before each segment.
 
     Segments are disjoint row blocks, so shares run in parallel threads without races. The
     share is taken in BLOCKS blocks of segments, each with scratch arrays (:class:`Scratch`)
@@ -418,6 +429,12 @@ def _split_segments(W, perm, seg_s, seg_e, seg_lo, seg_hi, a, b, k, dims, trees,
     est = seg[3]
     tried = np.empty(d, dtype=np.bool_)
     Ws = np.empty((2 * SAMPLE_ROWS + 1, d), dtype=np.int32)
+    # the segments still to do of a depth-first subtree: start, end, depth, extremes
+    st = np.empty((3, STACK), dtype=np.int64)
+    st_lo = np.empty((STACK, d), dtype=np.int32)
+    st_hi = np.empty((STACK, d), dtype=np.int32)
+    kl = np.empty((1, 2, d), dtype=np.int32)  # the two sides' extremes of the last split
+    kh = np.empty((1, 2, d), dtype=np.int32)
     step = max(1, (b - a) // BLOCKS)
     for a0 in range(a, b, step):
         b0 = min(b, a0 + step)
@@ -431,124 +448,158 @@ def _split_segments(W, perm, seg_s, seg_e, seg_lo, seg_hi, a, b, k, dims, trees,
         buf = sc.buf
         cnt = sc.cnt
         for r in range(a0, b0):
-            s = seg_s[r]
-            e = seg_e[r]
             split[r] = -1
-            if e - s < 2 * k:
-                continue
-            # normalized width of each dimension (numeric: span / range; categorical:
-            # leaves(LCA) / leaves(root)), divided by scale[j] (numeric: range / weight;
-            # categorical: 1 / weight, see objectives.weighted_scale), from the segment's
-            # smallest and largest codes, also kept as float64 in lo/hi for the cut functions
-            for jj in range(d):
-                x = np.float64(seg_lo[r, jj])
-                y = np.float64(seg_hi[r, jj])
-                lo[jj] = x
-                hi[jj] = y
-                if tree_of[jj] < 0:
-                    o = vals_off[jj]  # coordinates of dimension jj: vals[o + code]
-                    w[jj] = (vals[o + np.int64(y)] - vals[o + np.int64(x)]) / scale[jj]
-                else:
-                    w[jj] = _tree_width(trees, tree_of[jj], x, y) / scale[jj]
-                tried[jj] = False
-            n = e - s
-            # Large segments rank tied dimensions on a strided sample (cheap), then cut exactly.
-            stride = n // SAMPLE_ROWS if n > 2 * SAMPLE_ROWS else 1
-            m = n // stride
-            ks = 1
-            if stride > 1:
-                for i in range(m):
-                    for c in range(d):
-                        Ws[i, c] = W[s + i * stride, c]
-                ks = max(1, (k * m) // n)
-            while split[r] < 0:
-                wmax = 0.0  # widest dimension not tried yet
-                for jj in range(d):
-                    if not tried[jj] and w[jj] > wmax:
-                        wmax = w[jj]
-                if wmax <= 0.0:
-                    break  # nothing left to try: a final class
-                # Dimensions tied for the widest compete: the cut that lowers NCP most wins.
-                n_tied = 0
-                for jj in range(d):
-                    est[jj] = np.nan
-                    if not tried[jj] and w[jj] >= wmax * (1.0 - TIE):
-                        n_tied += 1
-                        est[jj] = np.inf
-                if n_tied > 1 and stride > 1:
+            deep = seg_e[r] - seg_s[r] <= df_rows  # its whole subtree here, depth first
+            st[0, 0] = seg_s[r]
+            st[1, 0] = seg_e[r]
+            st[2, 0] = depth
+            for c in range(d):
+                st_lo[0, c] = seg_lo[r, c]
+                st_hi[0, c] = seg_hi[r, c]
+            top = 1
+            while top > 0 and stop[0] == 0:
+                top -= 1
+                s = st[0, top]
+                e = st[1, top]
+                dep = st[2, top]
+                pos = np.int64(-1)
+                if e - s >= 2 * k:
+                    # normalized width of each dimension (numeric: span / range; categorical:
+                    # leaves(LCA) / leaves(root)), divided by scale[j] (numeric: range / weight;
+                    # categorical: 1 / weight, see objectives.weighted_scale), from the segment's
+                    # smallest and largest codes, also kept as float64 in lo/hi for the cut functions
                     for jj in range(d):
-                        if est[jj] == est[jj]:
-                            if tree_of[jj] < 0:
-                                cut, cost = _median_cut(Ws, np.int64(0), m, jj, ks, lo, hi,
-                                                        scale[jj], buf, cnt, vals, vals_off)
-                            else:
-                                cut, cost = _choose_cut(Ws, np.int64(0), m, jj, ks, dims, trees,
-                                                        lo, hi, sc)
-                            est[jj] = m * w[jj] - cost if cut == cut else -np.inf
-                    for _ in range(n_tied):  # exact cuts by estimated gain; first allowable wins
-                        jbest = np.int64(-1)
-                        for jj in range(d):
-                            if est[jj] == est[jj] and not tried[jj] \
-                                    and (jbest < 0 or est[jj] > est[jbest]):
-                                jbest = jj
-                        tried[jbest] = True
-                        if tree_of[jbest] < 0:
-                            cut, cost = _median_cut(W, s, e, jbest, k, lo, hi, scale[jbest], buf,
-                                                    cnt, vals, vals_off)
+                        x = np.float64(st_lo[top, jj])
+                        y = np.float64(st_hi[top, jj])
+                        lo[jj] = x
+                        hi[jj] = y
+                        if tree_of[jj] < 0:
+                            o = vals_off[jj]  # coordinates of dimension jj: vals[o + code]
+                            w[jj] = (vals[o + np.int64(y)] - vals[o + np.int64(x)]) / scale[jj]
                         else:
-                            cut, cost = _choose_cut(W, s, e, jbest, k, dims, trees, lo, hi, sc)
-                        if cut == cut and split_ok(W, perm, s, e, jbest, cut, P, sc.phist,
-                                                   sc.pscr):
-                            split[r] = _split_in_place(W, perm, jbest, s, e, cut, kid_lo,
-                                                       kid_hi, r)
-                            break
-                    continue
-                best_j = np.int64(-1)
-                best_cut = np.nan
-                best_gain = -np.inf
-                for jj in range(d):
-                    if est[jj] != est[jj]:
-                        continue
-                    tried[jj] = True
-                    if tree_of[jj] < 0:
-                        cut, cost = _median_cut(W, s, e, jj, k, lo, hi, scale[jj], buf, cnt,
-                                                vals, vals_off)
-                    else:
-                        cut, cost = _choose_cut(W, s, e, jj, k, dims, trees, lo, hi, sc)
-                    if cut == cut and n * w[jj] - cost > best_gain \
-                            and split_ok(W, perm, s, e, jj, cut, P, sc.phist, sc.pscr):
-                        best_gain = n * w[jj] - cost
-                        best_j = jj
-                        best_cut = cut
-                if best_j >= 0:
-                    split[r] = _split_in_place(W, perm, best_j, s, e, best_cut, kid_lo, kid_hi,
-                                               r)
+                            w[jj] = _tree_width(trees, tree_of[jj], x, y) / scale[jj]
+                        tried[jj] = False
+                    n = e - s
+                    # Large segments rank tied dimensions on a strided sample (cheap), then cut exactly.
+                    stride = n // SAMPLE_ROWS if n > 2 * SAMPLE_ROWS else 1
+                    m = n // stride
+                    ks = 1
+                    if stride > 1:
+                        for i in range(m):
+                            for c in range(d):
+                                Ws[i, c] = W[s + i * stride, c]
+                        ks = max(1, (k * m) // n)
+                    while pos < 0:
+                        wmax = 0.0  # widest dimension not tried yet
+                        for jj in range(d):
+                            if not tried[jj] and w[jj] > wmax:
+                                wmax = w[jj]
+                        if wmax <= 0.0:
+                            break  # nothing left to try: a final class
+                        # Dimensions tied for the widest compete: the cut that lowers NCP most wins.
+                        n_tied = 0
+                        for jj in range(d):
+                            est[jj] = np.nan
+                            if not tried[jj] and w[jj] >= wmax * (1.0 - TIE):
+                                n_tied += 1
+                                est[jj] = np.inf
+                        if n_tied > 1 and stride > 1:
+                            for jj in range(d):
+                                if est[jj] == est[jj]:
+                                    if tree_of[jj] < 0:
+                                        cut, cost = _median_cut(Ws, np.int64(0), m, jj, ks, lo, hi,
+                                                                scale[jj], buf, cnt, vals, vals_off)
+                                    else:
+                                        cut, cost = _choose_cut(Ws, np.int64(0), m, jj, ks, dims, trees,
+                                                                lo, hi, sc)
+                                    est[jj] = m * w[jj] - cost if cut == cut else -np.inf
+                            for _ in range(n_tied):  # exact cuts by estimated gain; first allowable wins
+                                jbest = np.int64(-1)
+                                for jj in range(d):
+                                    if est[jj] == est[jj] and not tried[jj] \
+                                            and (jbest < 0 or est[jj] > est[jbest]):
+                                        jbest = jj
+                                tried[jbest] = True
+                                if tree_of[jbest] < 0:
+                                    cut, cost = _median_cut(W, s, e, jbest, k, lo, hi, scale[jbest], buf,
+                                                            cnt, vals, vals_off)
+                                else:
+                                    cut, cost = _choose_cut(W, s, e, jbest, k, dims, trees, lo, hi, sc)
+                                if cut == cut and split_ok(W, perm, s, e, jbest, cut, P, sc.phist,
+                                                           sc.pscr):
+                                    pos = _split_in_place(W, perm, jbest, s, e, cut, kl, kh, 0)
+                                    break
+                            continue
+                        best_j = np.int64(-1)
+                        best_cut = np.nan
+                        best_gain = -np.inf
+                        for jj in range(d):
+                            if est[jj] != est[jj]:
+                                continue
+                            tried[jj] = True
+                            if tree_of[jj] < 0:
+                                cut, cost = _median_cut(W, s, e, jj, k, lo, hi, scale[jj], buf, cnt,
+                                                        vals, vals_off)
+                            else:
+                                cut, cost = _choose_cut(W, s, e, jj, k, dims, trees, lo, hi, sc)
+                            if cut == cut and n * w[jj] - cost > best_gain \
+                                    and split_ok(W, perm, s, e, jj, cut, P, sc.phist, sc.pscr):
+                                best_gain = n * w[jj] - cost
+                                best_j = jj
+                                best_cut = cut
+                        if best_j >= 0:
+                            pos = _split_in_place(W, perm, best_j, s, e, best_cut, kl, kh, 0)
+                        else:
+                            continue  # none of the tied dimensions: the next widest are tried
+                if pos < 0:  # a final class, in the slot of its first row (see _final_classes)
+                    slot = s // k
+                    fin[0, slot] = s
+                    fin[1, slot] = e
+                    fin[2, slot] = dep
+                    for c in range(d):
+                        fin_lo[slot, c] = st_lo[top, c]
+                        fin_hi[slot, c] = st_hi[top, c]
+                elif deep:  # the larger side first: the smaller pops next, the stack stays
+                    #         below log2(rows) entries
+                    big = 0 if pos - s >= e - pos else 1
+                    for q in range(2):
+                        side = big if q == 0 else 1 - big
+                        st[0, top] = s if side == 0 else pos
+                        st[1, top] = pos if side == 0 else e
+                        st[2, top] = dep + 1
+                        for c in range(d):
+                            st_lo[top, c] = kl[0, side, c]
+                            st_hi[top, c] = kh[0, side, c]
+                        top += 1
                 else:
-                    continue  # none of the tied dimensions: the next widest are tried
+                    split[r] = pos
+                    for q in range(2):
+                        for c in range(d):
+                            kid_lo[r, q, c] = kl[0, q, c]
+                            kid_hi[r, q, c] = kh[0, q, c]
 
 
 BLOCKS = 32  # a share's segments are taken in this many blocks, each with scratch sized to it
+STACK = 128  # depth-first stack entries (the smaller side pops first: at most log2(rows) + 1)
+DEPTH_FIRST_BYTES = 1 << 19  # segments whose rows of W and perm fit in this many bytes (half an
+#                              L2 cache) are finished depth first inside their round's share
+
+
+def depth_first_rows(d: int) -> int:
+    """Segments of at most this many rows (of ``d`` codes) are finished depth first."""
+    return DEPTH_FIRST_BYTES // (4 * d + 8)
 
 
 @njit
-def _close_round(seg_s, seg_e, seg_lo, seg_hi, split, kid_lo, kid_hi, fin_s, fin_e, fin_lo, fin_hi,
-                 n_fin):
-    """After a round: segments left whole (``split[i] < 0``) are appended, in order, to the
-    final classes (``fin_*``, ``n_fin`` of them so far); the others give the next round's two
-    segments each, left then right. Returns (seg_s, seg_e, seg_lo, seg_hi, n_fin) of the next
-    round. O(segments · d)."""
+def _close_round(seg_s, seg_e, split, kid_lo, kid_hi):
+    """After a round: each split segment (``split[i] >= 0``) gives the next round's two
+    segments, left then right (the others are final classes, or were finished depth first).
+    Returns (seg_s, seg_e, seg_lo, seg_hi) of the next round. O(segments · d)."""
     m = seg_s.size
-    d = seg_lo.shape[1]
+    d = kid_lo.shape[2]
     n_open = 0
     for i in range(m):
-        if split[i] < 0:
-            fin_s[n_fin] = seg_s[i]
-            fin_e[n_fin] = seg_e[i]
-            for c in range(d):  # element loops: a row assignment compiles numba's
-                fin_lo[n_fin, c] = seg_lo[i, c]  # shape-error formatting (~1.5 s cold)
-                fin_hi[n_fin, c] = seg_hi[i, c]
-            n_fin += 1
-        else:
+        if split[i] >= 0:
             n_open += 2
     new_s = np.empty(n_open, dtype=np.int64)
     new_e = np.empty(n_open, dtype=np.int64)
@@ -561,24 +612,51 @@ def _close_round(seg_s, seg_e, seg_lo, seg_hi, split, kid_lo, kid_hi, fin_s, fin
             new_e[p] = split[i]
             new_s[p + 1] = split[i]
             new_e[p + 1] = seg_e[i]
-            for c in range(d):
-                new_lo[p, c] = kid_lo[i, 0, c]
+            for c in range(d):  # element loops: a row assignment compiles numba's
+                new_lo[p, c] = kid_lo[i, 0, c]  # shape-error formatting (~1.5 s cold)
                 new_hi[p, c] = kid_hi[i, 0, c]
                 new_lo[p + 1, c] = kid_lo[i, 1, c]
                 new_hi[p + 1, c] = kid_hi[i, 1, c]
             p += 2
-    return new_s, new_e, new_lo, new_hi, n_fin
+    return new_s, new_e, new_lo, new_hi
 
 
 @njit
-def _class_ids(perm, fin_s, fin_e, n_fin):
-    """ec int64 (perm.size,): row perm[i] belongs to class c for fin_s[c] <= i < fin_e[c]
-    (rows of no class, after an interrupt, are left unset). O(n)."""
+def _final_classes(perm, fin, fin_lo, fin_hi):
+    """(ec int64 (perm.size,), lo, hi float64 (C, d)) from the final classes in their slots:
+    slot q holds the class whose first row is s = fin[0, q] with q = s // k (two classes of k
+    rows or more never share a slot), its end fin[1, q] (-1: empty slot), its depth in the
+    tree fin[2, q] (the round a breadth-first run would have made it final in) and its
+    extremes fin_lo[q]/fin_hi[q]. Classes are numbered by depth, then first row: the order in
+    which breadth-first rounds over all segments make them final, whichever segments were
+    finished depth first. Rows of no class (after an interrupt) are left unset. O(n + slots)."""
+    n_slots = fin.shape[1]
+    d = fin_lo.shape[1]
+    top = np.int64(0)
+    n_fin = np.int64(0)
+    for q in range(n_slots):
+        if fin[1, q] >= 0:
+            top = max(top, fin[2, q])
+            n_fin += 1
+    first = np.zeros(top + 2, dtype=np.int64)  # first class number of each depth
+    for q in range(n_slots):
+        if fin[1, q] >= 0:
+            first[fin[2, q] + 1] += 1
+    for t in range(top + 1):
+        first[t + 1] += first[t]
     ec = np.empty(perm.size, dtype=np.int64)
-    for c in range(n_fin):
-        for i in range(fin_s[c], fin_e[c]):
-            ec[perm[i]] = c
-    return ec
+    lo = np.empty((n_fin, d))
+    hi = np.empty((n_fin, d))
+    for q in range(n_slots):
+        if fin[1, q] >= 0:
+            c = first[fin[2, q]]
+            first[fin[2, q]] += 1
+            for j in range(d):
+                lo[c, j] = fin_lo[q, j]
+                hi[c, j] = fin_hi[q, j]
+            for i in range(fin[0, q], fin[1, q]):
+                ec[perm[i]] = c
+    return ec, lo, hi
 
 
 PARALLEL_MIN_ROWS = 1 << 14  # rounds over fewer rows run in the calling thread alone
@@ -635,8 +713,9 @@ def mondrian_partition(W, k, dims, trees, stop, P, n_threads=None):
 
     Breadth-first rounds driven from Python: each round's open segments are cut into shares of
     about equal rows, one per thread (``n_threads``, default :func:`threads`), and the shares
-    run ``_split_segments`` (nogil) in parallel; classes are numbered in the order they become
-    final (round, then position). No ``prange``: a parallel kernel compiled its whole call tree
+    run ``_split_segments`` (nogil) in parallel; segments of at most ``depth_first_rows`` rows
+    are finished depth first within their round (cache resident); classes are numbered in the
+    order breadth-first rounds make them final (depth, then position). No ``prange``: a parallel kernel compiled its whole call tree
     again for its gufunc, about 4 s of every cold first run. O(n·d·log n) expected.
     """
     n, d = W.shape
@@ -649,12 +728,13 @@ def mondrian_partition(W, k, dims, trees, stop, P, n_threads=None):
     seg_hi = np.empty((1, d), dtype=np.int32)
     _block_extremes(W, np.int64(0), np.int64(n), seg_lo[0], seg_hi[0],
                     np.empty((2, EXTREMES_LANES * d), np.int32))
-    cap = n // k + 1
-    fin_s = np.empty(cap, dtype=np.int64)
-    fin_e = np.empty(cap, dtype=np.int64)
+    cap = n // k + 1  # slots of the final classes (see _final_classes)
+    fin = np.empty((3, cap), dtype=np.int64)
+    fin[1] = -1
     fin_lo = np.empty((cap, d), dtype=np.int32)
     fin_hi = np.empty((cap, d), dtype=np.int32)
-    n_fin = 0
+    df_rows = np.int64(depth_first_rows(d))
+    depth = np.int64(0)
     pool = None
     while seg_s.size > 0 and stop[0] == 0:
         m = seg_s.size
@@ -663,7 +743,8 @@ def mondrian_partition(W, k, dims, trees, stop, P, n_threads=None):
         kid_hi = np.empty((m, 2, d), dtype=np.int32)
         bounds = _shares(seg_s, seg_e, n_threads)
         args = (W, perm, seg_s, seg_e, seg_lo, seg_hi)
-        rest = (k, dims, trees, P, split, kid_lo, kid_hi)
+        rest = (k, dims, trees, P, split, kid_lo, kid_hi, depth, df_rows, fin, fin_lo, fin_hi,
+                stop)
         if bounds.size > 2 and pool is None:
             pool = _pool(n_threads - 1)
         others = [pool.submit(_split_segments, *args, bounds[t], bounds[t + 1], *rest)
@@ -674,8 +755,6 @@ def mondrian_partition(W, k, dims, trees, stop, P, n_threads=None):
             wait(others)  # no share outlives its round, also when this one raised
         for f in others:
             f.result()
-        seg_s, seg_e, seg_lo, seg_hi, n_fin = _close_round(
-            seg_s, seg_e, seg_lo, seg_hi, split, kid_lo, kid_hi, fin_s, fin_e, fin_lo, fin_hi,
-            np.int64(n_fin))
-    ec = _class_ids(perm, fin_s, fin_e, np.int64(n_fin))
-    return ec, fin_lo[:n_fin].astype(np.float64), fin_hi[:n_fin].astype(np.float64)
+        seg_s, seg_e, seg_lo, seg_hi = _close_round(seg_s, seg_e, split, kid_lo, kid_hi)
+        depth += 1
+    return _final_classes(perm, fin, fin_lo, fin_hi)
