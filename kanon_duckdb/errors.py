@@ -36,3 +36,7 @@ class ConcurrentChangeError(KanonError):
 
 class RunInterrupted(KanonError):
     """The run was stopped by ``con.interrupt()`` or Ctrl-C; nothing was written or recorded."""
+
+
+class ReadOnlyDatabaseError(KanonError):
+    """Something must be written into a database opened read-only (``readonly.require_writable``)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import atexit
 import functools
 import importlib
+import re
 import weakref
 from importlib import resources
 from pathlib import Path
@@ -21,8 +22,9 @@ from . import registered  # noqa: F401 - records con.register(...) for the SQL m
 from .help import apply_comments, render_help
 from .interrupt import install_sigint_handler
 from .params import render_sql
-from .runs import ensure_runs_table
-from .taxonomy.store import ensure_taxonomy_table
+from .readonly import is_read_only
+from .runs import RUNS_DDL, ensure_runs_table
+from .taxonomy.store import TABLE as TAXONOMY_TABLE, ensure_taxonomy_table
 from .progress import ProgressFn, no_progress
 from .udf_spec import UDF, UdfContext, create
 
@@ -57,6 +59,34 @@ def rendered_scripts() -> tuple[tuple[str, str], ...]:
     scripts = sql_scripts()
     return route_scripts(tuple((name, render_help(render_sql(text), scripts))
                                for name, text in scripts))
+
+
+_PERSISTENT_MACRO = re.compile(r"^(\s*CREATE\s+OR\s+REPLACE\s+)MACRO\b", re.MULTILINE | re.IGNORECASE)
+_CREATE_TABLE = re.compile(r"^\s*CREATE\s+TABLE\s+IF\s+NOT\s+EXISTS\b[^;]*;", re.MULTILINE | re.IGNORECASE)
+
+
+def temp_macros(scripts: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """``scripts`` for a database opened read-only (readonly.py): every ``CREATE OR REPLACE
+    MACRO`` (at a line's start) made ``... TEMP MACRO``, the connection's own copies, and the
+    ``CREATE TABLE IF NOT EXISTS`` statements (00_tables.sql) left out. A temp macro's body
+    resolves its names when called, so it reads the file's tables."""
+    return tuple((name, _CREATE_TABLE.sub("", _PERSISTENT_MACRO.sub(r"\1TEMP MACRO", text)))
+                 for name, text in scripts)
+
+
+def temp_stand_ins(con) -> None:
+    """On a read-only database lacking ``kanon_runs`` / ``kanon_taxonomy``: an empty TEMP table of
+    each missing one (the connection's own, nothing in the file), so that the macros reading
+    them bind; the UDFs' cursors see no such table (no run, no tree), as the macros see none."""
+    have = {r[0] for r in con.execute(
+        "SELECT lower(table_name) FROM duckdb_tables() WHERE lower(table_name) IN "
+        "('kanon_runs', 'kanon_taxonomy') AND schema_name = current_schema() "
+        "AND database_name = current_database()").fetchall()}
+    if "kanon_runs" not in have:
+        con.execute(RUNS_DDL.replace("CREATE TABLE", "CREATE TEMP TABLE", 1))
+    if "kanon_taxonomy" not in have:
+        con.execute(f"CREATE TEMP TABLE IF NOT EXISTS {TAXONOMY_TABLE} "
+                    f"(attr VARCHAR, child VARCHAR, parent VARCHAR)")
 
 
 def declared_udfs(ctx: UdfContext) -> list[UDF]:
@@ -101,7 +131,11 @@ def register(con: duckdb.DuckDBPyConnection, *, progress: ProgressFn | None = No
 def _register(con: duckdb.DuckDBPyConnection, progress: ProgressFn | None
               ) -> duckdb.DuckDBPyConnection:
     install_sigint_handler()
-    ensure_runs_table(con)
+    read_only = is_read_only(con)
+    if read_only:  # a read-only file gets nothing (readonly.py)
+        temp_stand_ins(con)
+    else:
+        ensure_runs_table(con)
     ensure_taxonomy_table(con)  # before the macros over it are created: a wrong shape is named
     ctx = UdfContext(con=con, progress=progress or no_progress)
     for udf in declared_udfs(ctx):
@@ -114,6 +148,8 @@ def _register(con: duckdb.DuckDBPyConnection, progress: ProgressFn | None
     preload_in_background()
     # one statement batch each (two GIL round trips instead of one per file and per comment:
     # with the preload thread holding the GIL, each round trip waits up to a switch interval)
+    if read_only:
+        scripts = temp_macros(scripts)
     con.execute(";\n".join(text for _name, text in scripts))
     apply_comments(con, sql_scripts())  # each macro's doc comment becomes its DuckDB comment
     _open.add(con)

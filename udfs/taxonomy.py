@@ -112,7 +112,8 @@ def declare(ctx: UdfContext) -> list[UDF]:
 
     def build(stmt, fn, *args, **kwargs):
         cur = con.cursor()
-        try:
+        try:  # a read-only database: refused before the builder reads anything
+            store.require_writable_store(cur)
             store.ensure_taxonomy_table(cur)
             return undo.run(cur, stmt, lambda: fn(cur, *args, **kwargs))
         finally:

@@ -11,11 +11,13 @@ a database:
   bound means "any value" and is read as that range); when the table has NULL bounds (suppressed
   rows, classes holding a NULL) and its run recorded the data's range (``kanon_runs.num_lo`` /
   ``num_hi``, finite), the range is widened to cover it: a suppressed row's value may lie outside
-  every published range (an outlier is what suppression removes). A -inf/+inf bound (a class
-  holding an infinite value) reads as the global finite minimum / maximum, as NCP reads it: the
-  range is then that of the finite bounds (and the recorded finite range), and a predicate beyond
-  it selects nothing of such a class. Integer-valued when the raw column (else ``c_min``) has an
-  integer type.
+  every published range (an outlier is what suppression removes). A class whose two bounds are
+  equal is known exactly, also at -inf or +inf: ``[-inf, -inf]`` counts wholly for a predicate
+  -inf satisfies (``x < 0``) and not at all otherwise (``x > 5``, ``x BETWEEN -1 AND 1``). In a
+  half-infinite range (a class holding an infinite and other values) the infinite bound reads
+  as the global finite minimum / maximum, as NCP reads it: the range is then that of the finite
+  bounds (and the recorded finite range), and a predicate beyond it selects nothing of such a
+  class. Integer-valued when the raw column (else ``c_min``) has an integer type.
 - Categorical QI ``c``: the tree its run used (``kanon_runs.qi_trees``; without a run record, the
   tree ``taxonomy.store.resolve_tree_attr`` picks for the raw table, else the anonymized one), or
   the implicit flat tree ``value -> '*'`` over the raw table's distinct values.
@@ -79,14 +81,19 @@ class NumericQI:
     integer: bool
     has_null: bool = False  # some rows have NULL bounds, read as [gmin, gmax]
     widen: str | None = None  # published.wide_bound_type of the bounds: cast before arithmetic
-    has_inf: bool = False  # some bounds are -inf/+inf, read as gmin/gmax (the finite extremes)
+    has_inf: bool = False  # some bounds are -inf/+inf, read as gmin/gmax unless both are (exact)
+
+    def published_bounds(self, table: str | None = None) -> tuple:
+        """(lo_col, hi_col) as published (an infinite bound stays infinite), widened as in
+        ``bounds``."""
+        return tuple(widened(column(c, table), self.widen) for c in (self.lo_col, self.hi_col))
 
     def bounds(self, table: str | None = None) -> tuple:
         """(lo_col, hi_col) as sqlglot expressions (of relation alias ``table`` when given),
         widened for arithmetic: the bounds keep the raw column's type, so a TINYINT span
         ``c_max - c_min + 1`` would overflow in TINYINT. With ``has_inf`` an infinite bound
         reads as the global finite minimum / maximum, as NCP reads it (NULL stays NULL)."""
-        cols = tuple(widened(column(c, table), self.widen) for c in (self.lo_col, self.hi_col))
+        cols = self.published_bounds(table)
         if not self.has_inf:
             return cols
         return tuple(exp.Case(ifs=[exp.If(this=exp.Anonymous(this="isinf", expressions=[c.copy()]),

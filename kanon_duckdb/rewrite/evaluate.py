@@ -11,7 +11,7 @@ the rows that are exactly 1, as SQL's WHERE does.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -30,6 +30,7 @@ class Summary:
     categorical: dict  # attr -> int64 node ids (n_nodes: NULL or a label outside the tree)
     exact: dict  # SQL text of a non-QI predicate -> float64 1 / 0 / NaN
     weights: dict  # "__n" rows; "__s<k>"/"__c<k>": sum / count of aggregate argument k
+    inf_points: dict = field(default_factory=dict)  # attr -> -1 / 1 for a class [-inf, -inf] / [inf, inf], else 0
 
 
 def exact_key(expr) -> str:
@@ -75,13 +76,15 @@ def load_summary(con, ctx, raw: bool, attrs, exact_exprs, agg_args) -> Summary:
         data = cur.sql(sql).fetchnumpy()  # (masked) numpy arrays; cheaper to start than Arrow
     finally:
         cur.close()
-    numeric, categorical, exact = {}, {}, {}
+    numeric, categorical, exact, inf_points = {}, {}, {}, {}
     for i, a in enumerate(attrs):
         if ctx.kind(a) == "numeric":
             lo = _floats(data[f"lo{i}"])
             hi = lo if raw else _floats(data[f"hi{i}"])
             q = ctx.numeric[a]
             if not raw and q.has_inf:  # +-inf bounds read as the finite extremes (NumericQI.bounds)
+                with np.errstate(invalid="ignore"):  # a class [-inf, -inf] / [inf, inf]: exact
+                    inf_points[a] = np.where(np.isinf(lo) & (lo == hi), np.sign(lo), 0.0)
                 lo, hi = (np.clip(x, float(q.gmin), float(q.gmax)) for x in (lo, hi))
             numeric[a] = (lo, hi)
         else:
@@ -89,7 +92,7 @@ def load_summary(con, ctx, raw: bool, attrs, exact_exprs, agg_args) -> Summary:
     for j, key in enumerate(exact_names):
         exact[key] = _floats(data[f"x{j}"])
     weights = {name: _floats(col) for name, col in data.items() if name.startswith("__")}
-    return Summary(len(data["__n"]), numeric, categorical, exact, weights)
+    return Summary(len(data["__n"]), numeric, categorical, exact, weights, inf_points)
 
 
 def _floats(col) -> np.ndarray:
@@ -126,7 +129,13 @@ class ArrayAlgebra:
                 out = _member(values, lo).astype(float)
                 out[np.isnan(lo)] = np.nan
                 return out
-            return _numeric(q, clip(q, values), lo, hi)
+            out = _numeric(q, clip(q, values), lo, hi)
+            sign = self.s.inf_points.get(attr)
+            if sign is None:
+                return out
+            # a class at one infinity is exact, as fraction._numeric_fraction
+            return np.where(sign < 0, float(values.holds_infinity(-1)),
+                            np.where(sign > 0, float(values.holds_infinity(1)), out))
         q = self.ctx.categorical[attr]
         ids = self.s.categorical[attr]
         table = np.zeros(q.taxonomy.n_nodes + 1)  # last slot: NULL / label outside the tree

@@ -433,6 +433,22 @@ def _least(a, b):
 
 
 def _numeric_fraction(q, s: IntervalSet) -> exp.Expression:
+    out = _finite_fraction(q, s)
+    if not q.has_inf:
+        return out
+    # a class [-inf, -inf] / [inf, inf] is known exactly: 1 when its value lies in s, else 0
+    lo, hi = q.published_bounds()
+    neg, pos = (ONE if s.holds_infinity(sign) else ZERO for sign in (-1, 1))
+    value = neg.copy() if neg is pos else exp.Case(
+        ifs=[exp.If(this=exp.LT(this=lo.copy(), expression=ZERO.copy()), true=neg.copy())],
+        default=pos.copy())
+    point = exp.And(this=exp.Anonymous(this="isinf", expressions=[lo.copy()]),
+                    expression=exp.EQ(this=lo.copy(), expression=hi.copy()))
+    return exp.Case(ifs=[exp.If(this=point, true=value)], default=out)
+
+
+def _finite_fraction(q, s: IntervalSet) -> exp.Expression:
+    """The fraction of each finite or half-infinite range (NumericQI.bounds) that lies in s."""
     s = clip(q, s)
     if s in (0, 1):
         return (ONE if s else ZERO).copy()

@@ -158,6 +158,12 @@ class IntervalSet:
     def is_empty(self) -> bool:
         return not self.parts
 
+    def holds_infinity(self, sign: int) -> bool:
+        """Whether -inf (``sign < 0``) / +inf (``sign > 0``) lies in the set: a part unbounded on
+        that side (SQL orders -inf below and +inf above every number, so ``x < 0`` holds for
+        -inf and ``x BETWEEN -1 AND 1`` for neither)."""
+        return any((iv.lo is None) if sign < 0 else (iv.hi is None) for iv in self.parts)
+
     def covers(self, lo: Fraction, hi: Fraction) -> bool:
         """True when the closed range [lo, hi] lies inside the set."""
         probe = IntervalSet.of([Interval(lo, hi)], self.integer)

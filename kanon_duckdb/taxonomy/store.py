@@ -30,6 +30,7 @@ import duckdb
 import pyarrow as pa
 
 from ..errors import InvalidParameterError, TaxonomyError
+from ..readonly import is_read_only, require_writable
 from ..sqlutil import quote_ident, resolve_column, resolve_table, split_qualified, table_columns
 from . import builders
 from .tree import TaxonomyIndex, build_index
@@ -44,7 +45,8 @@ _COLUMNS = ("attr", "child", "parent")  # all VARCHAR: labels are compared as te
 
 
 def ensure_taxonomy_table(con) -> None:
-    """Create ``kanon_taxonomy`` if it does not exist; a table of that name of another shape (a
+    """Create ``kanon_taxonomy`` if it does not exist (not in a database opened read-only:
+    readonly.py; writers call readonly.require_writable first); a table of that name of another shape (a
     column missing or not VARCHAR, e.g. made by hand with INTEGER labels) is a TaxonomyError
     naming the difference and the fix. O(columns of the current schema's kanon_taxonomy)."""
     have = dict(con.execute(
@@ -52,6 +54,8 @@ def ensure_taxonomy_table(con) -> None:
         "AND schema_name = current_schema() AND database_name = current_database()",
         [TABLE]).fetchall())
     if not have:
+        if is_read_only(con):
+            return
         con.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} (attr VARCHAR, child VARCHAR, "
                     f"parent VARCHAR)")
         return
@@ -62,6 +66,12 @@ def ensure_taxonomy_table(con) -> None:
             f"{TABLE} must have the columns attr VARCHAR, child VARCHAR, parent VARCHAR; this "
             f"database's has {', '.join(wrong)}. Convert it (ALTER TABLE {TABLE} ALTER COLUMN "
             f"child TYPE VARCHAR, ...) or rename it and INSERT its rows into a new {TABLE}")
+
+
+def require_writable_store(con) -> None:
+    """ReadOnlyDatabaseError (naming the fix) when ``con``'s database is opened read-only: every
+    writer of kanon_taxonomy calls it before its work (readonly.py)."""
+    require_writable(con, "the taxonomy builders write their trees", TABLE)
 
 
 def in_transaction(con) -> bool:
@@ -99,6 +109,7 @@ def insert_edges(con, attr: str, edges, replace: bool = True) -> int:
     if not isinstance(attr, str) or not attr:
         raise InvalidParameterError(f"taxonomy attr must be a non-empty string, got {attr!r}")
     edges = [(None if c is None else str(c), None if p is None else str(p)) for c, p in edges]
+    require_writable_store(con)
     ensure_taxonomy_table(con)
     data = pa.table({"attr": pa.array([attr] * len(edges), pa.string()),
                      "child": pa.array([c for c, _ in edges], pa.string()),
