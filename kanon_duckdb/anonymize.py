@@ -27,7 +27,6 @@ from .generalize import Generalized, generalize, per_qi_loss
 from .params import coerce_params
 from .privacy import hooks as privacy_hooks
 from .privacy.spec import parse_models
-from .readonly import require_writable
 from .runs import RunRecord, record_run
 from .taxonomy.store import check_taxonomies_param
 from .warmup import compile_notice
@@ -98,8 +97,6 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
     Returns per-row class ids and per-class published values; the SQL layer joins them back.
     """
     t0 = time.perf_counter()
-    if record:  # a read-only database: refused before any work (readonly.py)
-        require_writable(con, "k_anonymize records each run", "kanon_runs")
     k = check_k(k)
     algorithm = get_algorithm(algo if isinstance(algo, str) else str(algo))
     if seed is None:

@@ -15,6 +15,8 @@ import weakref
 import duckdb
 from dataclasses import dataclass, field, fields
 
+from .readonly import read_only_error
+
 # Runs of one statement (several k_anonymize calls) are recorded from parallel threads through
 # separate cursors: reading max(run_id) and inserting must not interleave.
 _RECORD_LOCK = threading.Lock()
@@ -116,7 +118,18 @@ def record_run(con, rec: RunRecord) -> int:
     """Insert ``rec`` under the next run id (parameters bound, nothing spliced); returns the id.
     The table is made complete first (``ensure_runs_table``: a bind, no statement, so an open
     transaction of the caller's stays usable); on a cursor of :func:`own_cursor` only when the
-    insert fails to bind it (no table, or one of an earlier version)."""
+    insert fails to bind it (no table, or one of an earlier version). On a database opened
+    read-only: ReadOnlyDatabaseError naming the fix (``readonly.read_only_error``)."""
+    try:
+        return _insert_run(con, rec)
+    except duckdb.Error as e:
+        err = read_only_error(con, "k_anonymize records each run", "kanon_runs")
+        if err is None:
+            raise
+        raise err from e
+
+
+def _insert_run(con, rec: RunRecord) -> int:
     values = [_to_sql(name, getattr(rec, name)) for name, _ in RUNS_COLUMNS]
     with _RECORD_LOCK:
         if con in _OWN_CURSORS:
