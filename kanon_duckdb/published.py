@@ -68,6 +68,13 @@ def bound_type(sql_type: str, integer: bool) -> str:
     return "DOUBLE"
 
 
+def caller_bound_type(sql_type: str, integer: bool) -> str:
+    """``bound_type`` on the TEMP-table path (sql/caller_read.sql's ``__kanon_bound``, bound by
+    DuckDB's macro overloads, which see a DECIMAL but not its precision): DOUBLE for every
+    DECIMAL, else ``bound_type``."""
+    return "DOUBLE" if decimal_width(sql_type) is not None else bound_type(sql_type, integer)
+
+
 _SIGNED_BITS = {"TINYINT": 8, "INT1": 8, "SMALLINT": 16, "INT2": 16, "SHORT": 16, "INTEGER": 32,
                 "INT": 32, "INT4": 32}
 
@@ -76,13 +83,12 @@ def wide_bound_type(sql_type: str, lo, hi) -> str | None:
     """The type a reader casts a bound column of SQL type ``sql_type``, whose values lie in
     ``lo..hi``, to before arithmetic on it (spans ``c_max - c_min + 1``, sums, midpoints; the
     query rewriter), or None when none is needed: DOUBLE for FLOAT (float32 arithmetic would
-    round) and for DECIMAL (the rewriter's exact literals times a DECIMAL can exceed its 38
-    digits of scale; its values are exact in float64, ``bound_type``), BIGINT for unsigned
-    integers (a span of disjoint ranges goes negative) and for a narrower signed integer whose
-    values reach a quarter of its range (a sum of two could overflow); None for BIGINT,
-    HUGEINT, DOUBLE and narrow columns of small values."""
+    round), BIGINT for unsigned integers (a span of disjoint ranges goes negative) and for a
+    narrower signed integer whose values reach a quarter of its range (a sum of two could
+    overflow); None for BIGINT, HUGEINT, DOUBLE, DECIMAL (DuckDB widens its sums and
+    differences, and divides it as DOUBLE) and narrow columns of small values."""
     base = sql_type.split("(")[0].strip().upper()
-    if base in ("FLOAT", "REAL", "FLOAT4", "DECIMAL", "NUMERIC"):
+    if base in ("FLOAT", "REAL", "FLOAT4"):
         return "DOUBLE"
     if base in ("UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT"):
         return "BIGINT"

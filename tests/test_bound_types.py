@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 import kanon_duckdb
-from kanon_duckdb.published import bound_type
+from kanon_duckdb.published import bound_type, caller_bound_type
 from kanon_duckdb.rewrite import kanon_rewrite
 
 # column -> (SQL expression over i in range(240), the bounds' expected type)
@@ -64,6 +64,8 @@ def test_bound_type_rule():
     assert bound_type("DECIMAL(15,3)", False) == "DECIMAL(15,3)"
     assert bound_type("DECIMAL(5, 2)", False) == "DECIMAL(5,2)"
     assert bound_type("DECIMAL(16,0)", False) == "DOUBLE"
+    assert caller_bound_type("DECIMAL(5,2)", False) == "DOUBLE"
+    assert caller_bound_type("SMALLINT", True) == "SMALLINT"
     assert bound_type("VARCHAR", False) == "DOUBLE"
 
 
