@@ -2,14 +2,15 @@
 bounds, and reading back which columns publish which QI.
 
 Output of a run: every non-QI column unchanged; numeric QI ``c`` as ``bound_columns(c)`` =
-(``c_min``, ``c_max``) of SQL type ``bound_type`` (the column's own type for integers and
-floating-point numbers); categorical QI ``c`` as ``c``; plus ``ADDED_COLUMNS``. Names starting
+(``c_min``, ``c_max``) of SQL type ``bound_type`` (the column's own type for integers,
+floating-point numbers and DECIMAL of at most 15 digits); categorical QI ``c`` as ``c``; plus ``ADDED_COLUMNS``. Names starting
 with ``RESERVED_PREFIX`` are internal. ``check_output_names`` refuses a source table whose
 columns the output would shadow (compared case-insensitively, as DuckDB resolves names);
 ``qi_layout`` reads an output table back through its run record in ``kanon_runs``.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
 
 from . import objectives
@@ -28,17 +29,50 @@ def bound_columns(qi: str) -> tuple[str, str]:
 # floating-point SQL types (as DuckDB names them) whose bounds keep the column's type
 _FLOAT_TYPES = ("FLOAT", "REAL", "FLOAT4", "DOUBLE", "FLOAT8")
 
+# the widest DECIMAL whose values survive float64 exactly: the float64 nearest a DECIMAL(p, s)
+# value (DuckDB's CAST to DOUBLE, which the algorithms compute in) casts back to that value
+# for p <= 15 (15 significant digits); from p = 16 it can land units of the scale away
+EXACT_DECIMAL_DIGITS = 15
+
+
+def decimal_width(sql_type: str) -> tuple[int, int] | None:
+    """(precision, scale) of a DECIMAL SQL type ('DECIMAL(12,3)', 'NUMERIC(5, 2)';
+    DuckDB's bare DECIMAL is (18, 3)), None for any other type."""
+    m = re.fullmatch(r"\s*(?:DECIMAL|NUMERIC)\s*(?:\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\))?\s*",
+                     sql_type, flags=re.IGNORECASE)
+    if m is None:
+        return None
+    if m.group(1) is None:
+        return 18, 3
+    return int(m.group(1)), int(m.group(2) or 0)
+
 
 def bound_type(sql_type: str, integer: bool) -> str:
     """SQL type of the bounds publishing a numeric QI whose column has SQL type ``sql_type``
-    (``integer``: an integer type, ``QIPlan.integer``): the column's own type for integers and
-    FLOAT/DOUBLE, whose class minimum and maximum are values of the column, exact in it; DOUBLE
-    otherwise (DECIMAL, computed in float64, and BOOLEAN or text made numeric with
-    ``numeric :=``). The TEMP-table path (sql/caller_read.sql, ``__kanon_bound``) applies the
-    same rule by overload. Arithmetic on the bounds follows their type: readers that subtract
-    or add them (the query rewriter) widen them first (``wide_bound_type``)."""
+    (``integer``: an integer type, ``QIPlan.integer``): the column's own type for integers,
+    FLOAT/DOUBLE and DECIMAL(p, s) with p <= ``EXACT_DECIMAL_DIGITS``, whose class minimum and
+    maximum are values of the column, exact in it (every published bound is a data value: a
+    class's or a tree node's extreme; for such a DECIMAL the float64 the algorithms computed in
+    casts back to it exactly); DOUBLE otherwise (a wider DECIMAL, whose float64 values can be
+    off by units of the scale, and BOOLEAN or text made numeric with ``numeric :=``). The
+    TEMP-table path (sql/caller_read.sql, ``__kanon_bound``) cannot see a DECIMAL's precision
+    when it binds its output and publishes every DECIMAL as DOUBLE. Arithmetic on the bounds
+    follows their type: readers that subtract or add them (the query rewriter) widen them
+    first (``wide_bound_type``)."""
     base = sql_type.split("(")[0].strip().upper()
-    return sql_type if integer or base in _FLOAT_TYPES else "DOUBLE"
+    if integer or base in _FLOAT_TYPES:
+        return sql_type
+    width = decimal_width(sql_type)
+    if width is not None and width[0] <= EXACT_DECIMAL_DIGITS:
+        return f"DECIMAL({width[0]},{width[1]})"
+    return "DOUBLE"
+
+
+def caller_bound_type(sql_type: str, integer: bool) -> str:
+    """``bound_type`` on the TEMP-table path (sql/caller_read.sql's ``__kanon_bound``, bound by
+    DuckDB's macro overloads, which see a DECIMAL but not its precision): DOUBLE for every
+    DECIMAL, else ``bound_type``."""
+    return "DOUBLE" if decimal_width(sql_type) is not None else bound_type(sql_type, integer)
 
 
 _SIGNED_BITS = {"TINYINT": 8, "INT1": 8, "SMALLINT": 16, "INT2": 16, "SHORT": 16, "INTEGER": 32,
@@ -51,7 +85,8 @@ def wide_bound_type(sql_type: str, lo, hi) -> str | None:
     query rewriter), or None when none is needed: DOUBLE for FLOAT (float32 arithmetic would
     round), BIGINT for unsigned integers (a span of disjoint ranges goes negative) and for a
     narrower signed integer whose values reach a quarter of its range (a sum of two could
-    overflow); None for BIGINT, HUGEINT, DOUBLE, DECIMAL and narrow columns of small values."""
+    overflow); None for BIGINT, HUGEINT, DOUBLE, DECIMAL (DuckDB widens its sums and
+    differences, and divides it as DOUBLE) and narrow columns of small values."""
     base = sql_type.split("(")[0].strip().upper()
     if base in ("FLOAT", "REAL", "FLOAT4"):
         return "DOUBLE"

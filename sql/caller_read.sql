@@ -6,7 +6,9 @@
 
 -- The bound of a QI: __kanon_bound(v, i, f) is i (the run's BIGINT bound) as v's type when v has
 -- an integer type, f (DOUBLE) as FLOAT for a FLOAT v, else f (DOUBLE, also for DECIMAL, which
--- would otherwise pick the FLOAT overload): published.bound_type's rule.
+-- would otherwise pick the FLOAT overload): published.bound_type's rule, except that a macro
+-- overload cannot tell a DECIMAL's precision, so every DECIMAL publishes DOUBLE here (the
+-- base-table path publishes DECIMAL(p, s) for p <= 15, whose values float64 holds exactly).
 CREATE OR REPLACE MACRO __kanon_bound(v, i, f) AS f,
     (v TINYINT, i, f) AS cast_to_type(i, v), (v SMALLINT, i, f) AS cast_to_type(i, v),
     (v INTEGER, i, f) AS cast_to_type(i, v), (v BIGINT, i, f) AS i,

@@ -325,3 +325,18 @@ def reidentification_risk(rows, cols, threshold=0.2):
             "records_at_risk": sum(s for s in sizes if 1 / s > threshold) / n,
             "unique_share": sum(s for s in sizes if s == 1) / n,
             "classes": len(sizes), "records": n}
+
+
+def assert_losses_equal(con, tbl, gcp_value, per_qi, rel=1e-12):
+    """gcp(tbl), kanon_qi_loss(tbl)'s ncp and the run's recorded qi_loss equal an exact
+    recomputation: ``gcp_value`` and ``per_qi`` ({qi: mean NCP}), to ``rel``."""
+    import pytest
+    assert con.execute(f"SELECT gcp('{tbl}')").fetchone()[0] == pytest.approx(
+        gcp_value, rel=rel, abs=1e-15)
+    sql = dict(con.execute(f"SELECT qi, ncp FROM kanon_qi_loss('{tbl}')").fetchall())
+    run = con.execute(f"SELECT qi, qi_loss FROM kanon_runs WHERE run_id = "
+                      f"(SELECT any_value(kanon_run) FROM {tbl})").fetchone()
+    for q, v in per_qi.items():
+        assert sql[q] == pytest.approx(v, rel=rel, abs=1e-15), q
+    for q, v in zip(*run):
+        assert v == pytest.approx(per_qi[q], rel=rel, abs=1e-15), q

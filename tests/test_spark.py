@@ -504,3 +504,36 @@ def test_local_cluster_executors_share_one_numba_compile(tmp_path):
     assert by_cost[0]["compiles"] > 20  # one worker process compiled the kernels ...
     assert sum(r["compiles"] for r in by_cost[1:]) <= 3  # ... the rest loaded them
     assert list(cache.rglob("*.nbi"))
+
+
+@pytest.mark.parametrize("algo, parts", [("mondrian", 1), ("mondrian", 60), ("optimal", 1)])
+def test_a_decimal_qi_publishes_decimal_bounds_of_its_values(spark, con, algo, parts):
+    """A DECIMAL(12,3) QI's bounds are DECIMAL(12,3) in Spark too (the schema of the output
+    SQL), exactly data values, each row within them compared as Python Decimals; one partition
+    equals the DuckDB path's rows."""
+    con.execute("CREATE OR REPLACE TABLE dec_people AS SELECT id, "
+                "((hash(id + 9) % 2000000)::BIGINT - 1000000)::DECIMAL(12,0) / 1000 AS a, sex "
+                "FROM people")
+    con.execute("CREATE OR REPLACE TABLE dec_people AS SELECT id, a::DECIMAL(12,3) AS a, sex "
+                "FROM dec_people")
+    rows = con.execute("SELECT id, a, sex FROM dec_people ORDER BY id").fetchall()
+    ddf = spark.createDataFrame(rows, "id long, a decimal(12,3), sex string")
+    extra = {} if algo == "mondrian" else {"algo": algo}
+    kw = {"partition_rows": parts} if parts > 1 else {}
+    out = k_anonymize(ddf, 4, ["a", "sex"], **kw, **extra)
+    assert dict(out.dtypes)["a_min"] == "decimal(12,3)" == dict(out.dtypes)["a_max"]
+    got = rows_of(out)
+    src = {r[0]: r[1] for r in rows}
+    values = set(src.values())
+    assert len(got) == len(rows)
+    for r in got:
+        if r["a_min"] is not None:
+            assert r["a_min"] in values and r["a_max"] in values
+            assert r["a_min"] <= src[r["id"]] <= r["a_max"]
+    if parts == 1:
+        duck = con.sql(f"FROM k_anonymize('dec_people', k := 4, qi := ['a', 'sex']"
+                       f"{'' if algo == 'mondrian' else f', algo := {algo!r}'})")
+        assert [str(t) for t in duck.types][1:3] == ["DECIMAL(12,3)", "DECIMAL(12,3)"]
+        want = sorted(tuple(v for c, v in zip(duck.columns, r) if c != "kanon_run")
+                      for r in duck.fetchall())
+        assert sorted(tuple(v for c, v in r.items() if c != "kanon_run") for r in got) == want

@@ -1,0 +1,116 @@
+"""DECIMAL numeric QIs publish their bounds in the column's own DECIMAL(p, s) for p <= 15
+(published.bound_type), holding exactly data values, for every algorithm; a wider DECIMAL keeps
+DOUBLE bounds (its float64 values can be off by units of the scale). Checked the way an
+independent reader would: the source as Python ``Decimal``, the bounds as fetched, compared
+exactly; gcp(), kanon_qi_loss and the run's qi_loss against an exact Fraction recomputation.
+
+Before: every DECIMAL QI published DOUBLE bounds, the float64 nearest the class extreme, e.g.
+c_min = 0.1000000000000000055 for a row holding Decimal('0.1'): "untruthful" compared exactly.
+"""
+from decimal import Decimal
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import kanon_duckdb
+import naive_metrics
+from kanon_duckdb.algorithms import registry
+from kanon_duckdb.rewrite import kanon_rewrite
+
+N = 160
+COLS = {  # column -> (SQL type, the bounds' SQL type)
+    "a": ("DECIMAL(12,3)", "DECIMAL(12,3)"),
+    "b": ("DECIMAL(5,2)", "DECIMAL(5,2)"),
+    "w": ("DECIMAL(18,4)", "DOUBLE"),  # p > 15: DOUBLE, documented
+}
+EXACT = ("a", "b")  # the columns whose bounds are compared as exact decimals
+
+
+@pytest.fixture(scope="module")
+def con():
+    c = kanon_duckdb.connect()
+    rng = np.random.default_rng(11)
+    rows = []
+    for i in range(N):
+        a = Decimal(int(rng.integers(-2_000_000, 2_000_000))).scaleb(-3)  # x.yyy, mostly inexact
+        b = "NULL" if i % 17 == 5 else str(Decimal(int(rng.integers(-999, 1000))).scaleb(-2))
+        w = Decimal(int(rng.integers(0, 10 ** 8))).scaleb(-4)
+        rows.append(f"({i}, '{a}', '{b}' , '{w}', 'c{i % 3}')".replace("'NULL'", "NULL"))
+    casts = ", ".join(f"{q}::{typ} AS {q}" for q, (typ, _) in COLS.items())
+    c.execute(f"CREATE TABLE dec_src AS SELECT id, {casts}, c FROM (VALUES {', '.join(rows)}) "
+              f"v(id, {', '.join(COLS)}, c)")
+    c.execute("INSERT INTO dec_src VALUES (1000, 0.1, 0.1, 0.1, 'c0'), (1001, 0.1, 0.1, 0.1, 'c0'),"
+              " (1002, 0.2, 0.3, 0.3, 'c1')")  # 0.1, 0.2, 0.3: not exact in float64
+    yield c
+    c.close()
+
+
+def _exact_check(con, qi):
+    """(exact gcp, {qi: exact mean NCP}) of dec_out against dec_src, asserting on the way that
+    every bound of an EXACT column is a value of the column and every row lies within its
+    bounds, as Python Decimals; suppressed rows and NULL values publish a NULL range."""
+    num = [q for q in qi if q in COLS]
+    sel = ", ".join(f"t.{q}, o.{q}_min, o.{q}_max" for q in num)
+    rows = con.execute(f"SELECT o.suppressed, o.c, {sel} FROM dec_out o JOIN dec_src t USING (id)"
+                       ).fetchall()
+    assert len(rows) == N + 3
+    values = {q: {r[2 + 3 * i] for r in rows} - {None} for i, q in enumerate(num)}
+    glo = {q: Fraction(min(v)) for q, v in values.items()}
+    ghi = {q: Fraction(max(v)) for q, v in values.items()}
+    loss = {q: Fraction(0) for q in qi}
+    for r in rows:
+        sup = r[0]
+        for i, q in enumerate(num):
+            v, lo, hi = r[2 + 3 * i: 5 + 3 * i]
+            if sup or v is None:
+                assert lo is None and hi is None, (q, sup, v, lo, hi)
+            elif lo is not None:
+                if q in EXACT:
+                    assert isinstance(lo, Decimal) and isinstance(hi, Decimal), (q, lo, hi)
+                    assert lo in values[q] and hi in values[q], (q, lo, hi)  # data values
+                    assert lo <= v <= hi, (q, v, lo, hi)  # truthful, exactly
+            loss[q] += 1 if sup or lo is None else (Fraction(hi) - Fraction(lo)) / (ghi[q] - glo[q])
+        if "c" in qi:
+            loss["c"] += 1 if sup or r[1] == "*" else 0
+    mean = {q: v / len(rows) for q, v in loss.items()}
+    return float(sum(mean.values()) / len(qi)), {q: float(v) for q, v in mean.items()}
+
+
+@pytest.mark.parametrize("algo", sorted(registry()))
+def test_decimal_bounds_are_exact_data_values_and_gcp_exact(con, algo):
+    qi = list(COLS) + ["c"]
+    params = ", sensitive := 'c'" if algo == "info2means" else ""
+    if algo == "info2means":
+        qi = list(COLS)
+    con.execute(f"CREATE OR REPLACE TABLE dec_out AS FROM k_anonymize('dec_src', k := 4, "
+                f"algo := '{algo}', qi := {qi}{params})")
+    rel = con.sql("FROM dec_out")
+    types = dict(zip(rel.columns, map(str, rel.types)))
+    for q, (_, want) in COLS.items():
+        assert (types[f"{q}_min"], types[f"{q}_max"]) == (want, want), (algo, q)
+    assert con.execute("SELECT min(ec_size) FROM dec_out").fetchone()[0] >= 4
+    gcp, per_qi = _exact_check(con, qi)
+    naive_metrics.assert_losses_equal(con, "dec_out", gcp, per_qi)
+
+
+@pytest.mark.parametrize("algo", ["mondrian", "optimal", "kmember"])
+def test_the_rewriter_reads_decimal_bounds_as_it_read_doubles(con, algo):
+    """query_error and kanon_rewrite on a DECIMAL output give what they gave on the DOUBLE
+    bounds published before (the same values, exact in float64)."""
+    con.execute(f"CREATE OR REPLACE TABLE dec_out AS FROM k_anonymize('dec_src', k := 4, "
+                f"algo := '{algo}', qi := ['a', 'b', 'c'])")
+    con.execute("CREATE OR REPLACE TABLE dec_out_dbl AS SELECT * REPLACE (a_min::DOUBLE AS a_min, "
+                "a_max::DOUBLE AS a_max, b_min::DOUBLE AS b_min, b_max::DOUBLE AS b_max) FROM dec_out")
+    queries = ["SELECT count(*) FROM dec_src WHERE a BETWEEN -500.125 AND 700.5",
+               "SELECT c, avg(b), count(*) FROM dec_src WHERE a > 0.1 GROUP BY c ORDER BY c",
+               "SELECT avg(a), sum(b) FROM dec_src",
+               "SELECT count(*) FROM dec_src WHERE b <= -1.25 OR a < 0.1"]
+    for sql in queries:
+        got = con.execute("FROM query_error(?, 'dec_src', 'dec_out')", [sql]).fetchall()
+        old = con.execute("FROM query_error(?, 'dec_src', 'dec_out_dbl')", [sql]).fetchall()
+        assert got and len(got) == len(old), sql
+        for g, o in zip(got, old):
+            assert [x if isinstance(x, str) else pytest.approx(float(x), rel=1e-12)
+                    for x in g] == [x if isinstance(x, str) else float(x) for x in o], sql
+        assert con.execute(kanon_rewrite(con, sql, "dec_out")).fetchall()
