@@ -59,6 +59,7 @@ import numpy as np
 from ... import objectives
 from ...errors import InvalidParameterError
 from ..base import Partition
+from . import _block_kernels as BK
 from . import _kernels as K
 from .levels import LatticeSpace
 
@@ -71,6 +72,8 @@ BUCKET_MIN = 1 << 15  # inputs from which a stopping grouping runs in hash bucke
 DENSE_STOP_MAX = 1 << 16  # key spaces up to this size: a stopping grouping counts them densely
 KEEP_TABLE_MAX = 1 << 22  # a grouping that keeps its table counts key spaces up to this directly
 BUCKET_ROWS = 1 << 14  # about this many inputs per bucket (its hash table stays in cache)
+PROBE = 0.25  # a kept grouping by blocks stops if its first quarter shows the node infeasible
+LOCAL_MAX = 1 << 20  # a node's key within a block spans at most this: grouped by blocks
 
 
 @dataclass(frozen=True)
@@ -140,6 +143,7 @@ class NodeChecker:
         self._bscratch = None
         self._dslots = None
         self._dscratch = None
+        self._bslots = None  # group_runs' slots (threads, local key space), all 0
         self._like = np.zeros(0, dtype=space.code_dtype)  # the dtype of the class tables' codes
         self._qi_rows = np.arange(space.d, dtype=np.int64)  # rows of a cached table's kc
         # (a histogram whose tuples each stand for one row, n == t, is read as plain rows: the
@@ -278,6 +282,7 @@ class NodeChecker:
             cols = sp.cols(levels)
             rep, cnt = (self._norep[0], self._norep[1]) if tab is None else tab[:2]
             rep, cnt, cls = K.group_tuple(sp.codes, rep, cnt, tab is None, cols, cap, want_cls)
+            cls = sp.data_order(cls) if tab is None and want_cls else cls
             return rep, cnt, cls, sp.codes_at(cols, rep)
         *args, ks, live = self._kernel_args(levels, tab)
         if tab is None and cap < _NO_CAP and self.t >= self.parallel_min:  # long: in chunks
@@ -290,7 +295,8 @@ class NodeChecker:
             hkey, hval = self._tables(min(cap + 1, c, ks))
             out = K.group_node(*args, ks, cap, self._dense, hkey, hval,
                                self._keybuf, want_cls)
-        return out[0], out[1], out[2], self._full_codes(levels, tab, out[0], out[3], live)
+        cls = sp.data_order(out[2]) if tab is None and want_cls else out[2]
+        return out[0], out[1], cls, self._full_codes(levels, tab, out[0], out[3], live)
 
     def _tables(self, keys: int):
         """The open-addressing tables of ``group_node`` (hkey int64 all -1, hval int32) for up to
@@ -322,6 +328,10 @@ class NodeChecker:
         classes after about cap inputs) and short inputs take ``group_node``; the rest run in
         hash buckets."""
         sp = self.space
+        if tab is None and sp.blocks is not None:
+            out = self._run_blocks(levels, keep_table)
+            if out is not NotImplemented:
+                return out
         c = self.t if tab is None else tab[0].shape[0]
         ks = sp.keyspace(levels)[1]
         if (keep_table and ks <= min(KEEP_TABLE_MAX, 4 * c) and c >= self.bucket_min
@@ -346,6 +356,42 @@ class NodeChecker:
                                                 self.cap, pbits, keys, skey, sidx,
                                                 self._threads())
         return None if stopped else (rep, cnt, self._full_codes(levels, tab, rep, kc, live))
+
+    def _run_blocks(self, levels, keep_table=False):
+        """``_run_stopping`` over the encoded tuples block by block (``blocks.py``,
+        ``_block_kernels.group_runs``): None for a node shown infeasible (more than ``cap``
+        classes, or more than ``limit`` rows in classes smaller than k: in the blocks of the
+        first ``PROBE`` fraction of the tuples when ``keep_table``, in all otherwise), else the
+        node's class table (rep, cnt, kc); NotImplemented when the node has no blocks or its
+        key within a block spans more than ``LOCAL_MAX`` keys."""
+        sp = self.space
+        plan = sp.blocks.plan(levels, sp.heights, sp.trees)
+        if plan is None:
+            return NotImplemented
+        run_start, run_end, block_ptr, split, maxblock = plan
+        cols = sp.cols(levels)
+        local = [j for j in range(sp.d) if sp.mcol[cols[j]] > 1 and j not in split]
+        strides = np.empty(len(local), dtype=np.int64)
+        ks = 1
+        for i, j in enumerate(local):
+            strides[i] = ks
+            ks *= int(sp.mcol[cols[j]])
+        if ks > LOCAL_MAX:
+            return NotImplemented
+        rows, pst = sp.key_planes(cols[local], strides)
+        crow = np.zeros((sp.d, 3), dtype=np.int64)
+        for j, c in enumerate(cols.tolist()):
+            crow[j, :int(sp.pbytes[c])] = int(sp.pstart[c]) + np.arange(int(sp.pbytes[c]))
+        if self._bslots is None or self._bslots.shape[1] < ks:
+            self._bslots = np.zeros((self._threads(), max(ks, 1 << 12)), dtype=np.int32)
+        stopped, first, cnt, kc, read = BK.group_runs(
+            sp.planes, rows, pst, crow, sp.pbytes[cols], self._norep[1], run_start, run_end,
+            block_ptr, self.k, self.limit, PROBE if keep_table else 1.0, self.cap,
+            self._bslots, maxblock, self._like)
+        self.n_rows_grouped += read - self.t  # _group counted every tuple
+        if stopped:
+            return None
+        return first.astype(np.int32), cnt, kc
 
     def _threads(self) -> int:
         """numba's thread count: the threads of a bucketed grouping (its buckets are
