@@ -101,24 +101,24 @@ def _run_keys(planes, rows, strides, a, b, keybuf):
 
 @njit
 def _group_blocks(planes, rows, strides, crow, cnb, cnt, has_cnt, run_start, run_end, block_ptr,
-                  b0, b1, k, stop_sup, cap, slots, touched, keybuf, out_first, out_cnt, out_kc,
-                  o0, th, tsup, tcls, tread, halt):
-    """Group blocks b0..b1-1 (part of thread th's share) into out_first / out_cnt / out_kc from
-    slot o0 on; returns the next free slot. slots int32 (>= local key space,) all 0 on entry
-    and exit (a key's class in its block + 1); touched, keybuf int64 scratch. A new class
-    writes its first position, rows and codes (out_kc[j]: QI j's code, read from its planes
-    crow[j, :cnb[j]] at that position). After each block its rows in classes smaller than k go
-    to tsup[th], its classes to tcls[th], its tuples to tread[th]; past stop_sup or cap over all threads (sums that only
-    grow: lower bounds of the totals) halt[0] is set and every thread stops at its next block."""
+                  bsize, b0, b1, k, stop_sup, cap, slots, touched, keybuf, out_first, out_cnt,
+                  out_kc, bn, th, tsup, tcls, tread, halt):
+    """Group blocks b0..b1-1 (a thread's share): block b's classes go to out_first / out_cnt /
+    out_kc from slot bsize[b] on (its tuples before it: a block has at most as many classes),
+    bn[b] of them. slots int32 (>= local key space,) all 0 on entry and exit (a key's class in
+    its block + 1); touched, keybuf int64 scratch. A new class writes its first position, rows
+    and codes (out_kc[j]: QI j's code, read from its planes crow[j, :cnb[j]] there). After each
+    block its rows in classes smaller than k go to tsup[th], its classes to tcls[th], its
+    tuples to tread[th]; past stop_sup or cap over all threads (sums that only grow: lower
+    bounds of the totals) halt[0] is set and every thread stops at its next block."""
     T = tsup.shape[0]
     d = cnb.shape[0]
     B = keybuf.shape[0]
-    o = o0
     for b in range(b0, b1):
         if halt[0] != 0:
             break
         nt = 0
-        ob = o
+        ob = bsize[b]
         for r in range(block_ptr[b], block_ptr[b + 1]):
             tread[th] += run_end[r] - run_start[r]
             for a in range(run_start[r], run_end[r], B):
@@ -148,7 +148,7 @@ def _group_blocks(planes, rows, strides, crow, cnb, cnt, has_cnt, run_start, run
             c = out_cnt[ob + i]
             if c < k:
                 sup += c
-        o = ob + nt
+        bn[b] = nt
         tsup[th] += sup
         tcls[th] += nt
         all_sup = np.int64(0)
@@ -159,7 +159,21 @@ def _group_blocks(planes, rows, strides, crow, cnb, cnt, has_cnt, run_start, run
         if all_sup > stop_sup or all_cls > cap:
             halt[0] = 1
             break
-    return o
+
+
+@njit
+def _split(bsize, b0, b1, T):
+    """Blocks b0..b1-1 cut into T contiguous ranges of about equal tuples: int64 (T + 1,)."""
+    cut = np.empty(T + 1, dtype=np.int64)
+    cut[0] = b0
+    cut[T] = b1
+    lo, hi = bsize[b0], bsize[b1]
+    b = b0
+    for th in range(1, T):
+        while b < b1 and bsize[b] < lo + th * (hi - lo) // T:
+            b += 1
+        cut[th] = b
+    return cut
 
 
 @njit_parallel
@@ -178,17 +192,16 @@ def group_runs(planes, rows, strides, crow, cnb, cnt, run_start, run_end, block_
     infeasible past this many suppressed rows; cap: or past this many classes; maxblock: the
     most tuples of a block; like: the dtype of the codes.
 
-    The blocks are split among the threads in contiguous ranges of about equal tuples. Phase 1:
-    each thread groups the first ``probe`` fraction (0..1) of its range, stopping all threads
+    Phase 1 groups the blocks of the first ``probe`` fraction (0..1) of the tuples, stopping
     once more than ``limit`` rows are known suppressed (a block's classes are complete once it
-    is done); phase 2 groups the rest, stopping only past ``cap`` classes (probe 1: every block
-    in phase 1, the grouping stops whenever the node is known infeasible).
+    is done); phase 2 the other blocks, stopping only past ``cap`` classes. Each phase splits
+    its blocks among the threads in contiguous ranges of about equal tuples.
 
-    Returns (stopped, first int64 (C,), cnt int64 (C,), kc (d, C), tuples read): stopped (empty arrays)
-    iff the node has more than ``cap`` classes, or more than ``limit`` suppressed rows in the
-    classes of the phase-1 blocks, or (probe 1) in all; otherwise every class in processing
-    order (blocks in order, within a block by first tuple) with its first position, rows and
-    codes at the node. Neither depends on the number of threads or their interleaving.
+    Returns (stopped, first int64 (C,), cnt int64 (C,), kc (d, C), tuples read): stopped
+    (empty arrays) iff the node has more than ``cap`` classes or more than ``limit``
+    suppressed rows in the classes of the phase-1 blocks (probe 1: of all blocks); otherwise
+    every class in block order (within a block by first tuple) with its first position, rows
+    and codes at the node. Neither depends on the number of threads or their interleaving.
     O(tuples read · len(rows) / threads + blocks)."""
     nb = block_ptr.shape[0] - 1
     T = slots.shape[0]
@@ -201,59 +214,43 @@ def group_runs(planes, rows, strides, crow, cnb, cnt, run_start, run_end, block_
             s += run_end[r] - run_start[r]
         bsize[b + 1] = bsize[b] + s
     total = bsize[nb]
-    cut = np.zeros(T + 1, dtype=np.int64)  # thread th: blocks cut[th] .. cut[th + 1] - 1
-    mid = np.zeros(T, dtype=np.int64)  # and its phase 1: blocks cut[th] .. mid[th] - 1
-    b = 0
-    for th in range(1, T):
-        while b < nb and bsize[b] < th * total // T:
-            b += 1
-        cut[th] = b
-    cut[T] = nb
-    for th in range(T):
-        lo, hi = bsize[cut[th]], bsize[cut[th + 1]]
-        m = cut[th]
-        while m < cut[th + 1] and bsize[m] < lo + probe * (hi - lo):
-            m += 1
-        mid[th] = m
+    mid = 0  # phase 1: blocks 0 .. mid - 1
+    while mid < nb and bsize[mid] < probe * total:
+        mid += 1
     n = max(total, 1)
     out_first = np.empty(n, dtype=np.int64)
     out_cnt = np.empty(n, dtype=np.int64)
     out_kc = np.empty((d, n), dtype=like.dtype)
+    bn = np.zeros(nb, dtype=np.int64)
     tsup = np.zeros(T, dtype=np.int64)
     tcls = np.zeros(T, dtype=np.int64)
-    tout = np.zeros(T, dtype=np.int64)
     tread = np.zeros(T, dtype=np.int64)
     halt = np.zeros(1, dtype=np.int64)
     tb = max(min(np.int64(slots.shape[1]), maxblock), np.int64(1))
-    for th in prange(T):
-        touched = np.empty(tb, dtype=np.int64)
-        keybuf = np.empty(4096, dtype=np.int64)
-        tout[th] = _group_blocks(planes, rows, strides, crow, cnb, cnt, has_cnt, run_start,
-                                 run_end, block_ptr, cut[th], mid[th], k, limit, cap, slots[th],
-                                 touched, keybuf, out_first, out_cnt, out_kc, bsize[cut[th]],
-                                 th, tsup, tcls, tread, halt)
-    stopped = halt[0] != 0 or tsup.sum() > limit or tcls.sum() > cap
-    if not stopped and probe < 1.0:
-        no_stop = np.int64(1) << 62
+    stop_sup = limit
+    b0, b1 = 0, mid
+    for phase in range(2):
+        cut = _split(bsize, b0, b1, T)
         for th in prange(T):
             touched = np.empty(tb, dtype=np.int64)
             keybuf = np.empty(4096, dtype=np.int64)
-            tout[th] = _group_blocks(planes, rows, strides, crow, cnb, cnt, has_cnt, run_start,
-                                     run_end, block_ptr, mid[th], cut[th + 1], k, no_stop, cap,
-                                     slots[th], touched, keybuf, out_first, out_cnt, out_kc,
-                                     tout[th], th, tsup, tcls, tread, halt)
-        stopped = halt[0] != 0 or tcls.sum() > cap
-    if stopped:
-        return (True, np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64),
-                np.empty((d, 0), dtype=like.dtype), tread.sum())
+            _group_blocks(planes, rows, strides, crow, cnb, cnt, has_cnt, run_start, run_end,
+                          block_ptr, bsize, cut[th], cut[th + 1], k, stop_sup, cap, slots[th],
+                          touched, keybuf, out_first, out_cnt, out_kc, bn, th, tsup, tcls,
+                          tread, halt)
+        if halt[0] != 0 or tsup.sum() > stop_sup or tcls.sum() > cap:
+            return (True, np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64),
+                    np.empty((d, 0), dtype=like.dtype), tread.sum())
+        stop_sup = np.int64(1) << 62
+        b0, b1 = mid, nb
     nout = tcls.sum()
     first = np.empty(nout, dtype=np.int64)
     counts = np.empty(nout, dtype=np.int64)
     kc = np.empty((d, nout), dtype=like.dtype)
     o = 0
-    for th in range(T):
-        a = bsize[cut[th]]
-        for i in range(tout[th] - a):
+    for b in range(nb):
+        a = bsize[b]
+        for i in range(bn[b]):
             first[o] = out_first[a + i]
             counts[o] = out_cnt[a + i]
             for j in range(d):
