@@ -39,7 +39,13 @@ k (most nodes near the feasibility border suppress 10-100 times the limit), unle
 ``check(..., keep_table=True)`` asks for the node's table to cache it: such a grouping counts
 every key of its key space directly when it is small (``_kernels.group_dense``, up to
 ``KEEP_TABLE_MAX`` keys: one memory access per input, the classes' codes decoded from their
-keys). Passes over the encoded tuples read
+keys). From ``blocks.SORT_MIN`` encoded tuples they are sorted into blocks of a few QIs'
+leaves (``blocks.py``): a pass over them at a node that has blocks groups block by block
+(``_block_kernels.group_runs``, small per-block counting arrays in cache) and stops as soon as
+the blocks done show the node infeasible; a grouping asked to keep its table stops only if the
+blocks of its first ``PROBE`` fraction of the tuples do (then the node is reported infeasible
+with n_suppressed -1 and no table; ``optimal`` moves its kept grouping up the path), else it
+completes, feasible or not. Passes over the encoded tuples read
 the level codes byte by byte (``LatticeSpace.planes``: one byte per row for a level of at most
 256 codes) and a histogram with one row per tuple is read without its counts. Such capped
 passes over at least ``PARALLEL_MIN`` encoded rows run in one chunk per numba thread, merged in
@@ -491,8 +497,9 @@ class NodeChecker:
 
     def check(self, levels, keep_table=False) -> CheckResult:
         """Evaluate one node (memoized). ``keep_table``: a stopping checker groups the node to
-        its end unless it has more than ``cap`` classes (its class table is cached for the
-        nodes above it) rather than stopping as soon as it is known infeasible."""
+        its end unless it has more than ``cap`` classes or (a pass by blocks) the blocks of the
+        first ``PROBE`` fraction of the tuples show it infeasible (its class table is cached
+        for the nodes above it) rather than stopping as soon as it is known infeasible."""
         key = tuple(int(x) for x in levels)
         self.n_checks += 1
         hit = self.memo.get(key)

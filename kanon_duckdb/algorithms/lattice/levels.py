@@ -17,6 +17,11 @@ up (``TaxonomyIndex.anc``, capped at the root). ``LatticeSpace`` precomputes, on
 - ``ncp_mean`` (d, Hmax+1): mean NCP over all rows of QI j at level L (GCP without suppression is
   a sum of these, so it needs no pass over the data).
 
+From ``blocks.SORT_MIN`` encoded rows they are held sorted by the leaves of a few QIs
+(``blocks.py``): position p holds the data's tuple ``perm[p]`` (planes and ``counts`` in that
+order; ``data_order`` maps a per-position array back), and ``blocks`` (``TupleBlocks``) gives
+each node's blocks of positions, which no class of the node crosses.
+
 Numeric QIs use the interval tree of ``data.num_trees[j]`` (from ``kanon_taxonomy``, attached by
 ``encoding.attach_numeric_trees``) or, when there is none, a nested interval tree built here from
 the column's distinct values (``taxonomy.intervals.interval_index``: the tree of

@@ -19,8 +19,12 @@ the search evaluated nodes in.
    the best feasible node's (loss, height, index): no later node can come first.
 3. A scanned node that is neither decided nor ruled out is decided along a path: climb greedily
    (least bound increase) through undecided nodes whose key is still below the best, evaluate
-   the top of the path (usually infeasible: one pass tags the whole cone below it), and if it
-   is feasible binary-search the path for its first feasible node. Feasible -> every
+   the first node of the path whose key space is at most ``NodeChecker.cap`` (n/k + limit) or
+   the tuples, keeping its class table (the nodes above it roll up from it), and binary-search
+   the path for its first feasible node (below it when it is feasible, above when not). A kept
+   grouping that the checker stopped on a prefix of the sorted tuples (far infeasible: no
+   table) moves the kept grouping to the next node up the path, so the table kept is that of
+   a node near the feasibility border, or of the border node itself. Feasible -> every
    generalization is feasible (FEAS cone) and, when the loss is monotone, comes later in the
    order (PRUNED); infeasible -> every specialization is infeasible (INFEAS cone). With DM a
    node's sum of squared class sizes bounds the loss of every node above it.
