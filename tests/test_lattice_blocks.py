@@ -133,9 +133,12 @@ def _run_group_runs(ch, levels, probe, threads):
     for j, c in enumerate(cols.tolist()):
         crow[j, :int(sp.pbytes[c])] = int(sp.pstart[c]) + np.arange(int(sp.pbytes[c]))
     slots = np.zeros((threads, max(ks, 1)), dtype=np.int32)
+    size = min(ch.cap + 1, sp.t) + maxblock
+    bufs = (np.full((threads, size), -7, dtype=np.int64), np.full((threads, size), -7),
+            np.full((threads, sp.d, size), 9, dtype=sp.code_dtype))
     out = BK.group_runs(sp.planes, rows, pst, crow, sp.pbytes[cols], ch._norep[1], run_start,
                         run_end, block_ptr, ch.k, ch.limit, probe, ch.cap, slots, maxblock,
-                        ch._like)
+                        *bufs)
     assert not slots.any()  # left all 0
     # the plan's blocks cover every position once
     cover = np.zeros(sp.t, dtype=np.int64)

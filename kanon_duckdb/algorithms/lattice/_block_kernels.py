@@ -101,16 +101,16 @@ def _run_keys(planes, rows, strides, a, b, keybuf):
 
 @njit
 def _group_blocks(planes, rows, strides, crow, cnb, cnt, has_cnt, run_start, run_end, block_ptr,
-                  bsize, b0, b1, k, stop_sup, cap, slots, touched, keybuf, out_first, out_cnt,
-                  out_kc, bn, th, tsup, tcls, tread, halt):
-    """Group blocks b0..b1-1 (a thread's share): block b's classes go to out_first / out_cnt /
-    out_kc from slot bsize[b] on (its tuples before it: a block has at most as many classes),
-    bn[b] of them. slots int32 (>= local key space,) all 0 on entry and exit (a key's class in
-    its block + 1); touched, keybuf int64 scratch. A new class writes its first position, rows
-    and codes (out_kc[j]: QI j's code, read from its planes crow[j, :cnb[j]] there). After each
-    block its rows in classes smaller than k go to tsup[th], its classes to tcls[th], its
-    tuples to tread[th]; past stop_sup or cap over all threads (sums that only grow: lower
-    bounds of the totals) halt[0] is set and every thread stops at its next block."""
+                  b0, b1, k, stop_sup, cap, slots, touched, keybuf, out_first, out_cnt, out_kc,
+                  o, th, tsup, tcls, tread, halt):
+    """Group blocks b0..b1-1 (a thread's share) appending their classes to out_first / out_cnt
+    / out_kc (this thread's buffers) from slot o on; returns the next free slot. slots int32
+    (>= local key space,) all 0 on entry and exit (a key's class in its block + 1); touched,
+    keybuf int64 scratch. A new class writes its first position, rows and codes (out_kc[j]: QI
+    j's code, read from its planes crow[j, :cnb[j]] there). After each block its rows in
+    classes smaller than k go to tsup[th], its classes to tcls[th], its tuples to tread[th];
+    past stop_sup or cap over all threads (sums that only grow: lower bounds of the totals)
+    halt[0] is set and every thread stops at its next block."""
     T = tsup.shape[0]
     d = cnb.shape[0]
     B = keybuf.shape[0]
@@ -118,7 +118,7 @@ def _group_blocks(planes, rows, strides, crow, cnb, cnt, has_cnt, run_start, run
         if halt[0] != 0:
             break
         nt = 0
-        ob = bsize[b]
+        ob = o
         for r in range(block_ptr[b], block_ptr[b + 1]):
             tread[th] += run_end[r] - run_start[r]
             for a in range(run_start[r], run_end[r], B):
@@ -148,7 +148,7 @@ def _group_blocks(planes, rows, strides, crow, cnb, cnt, has_cnt, run_start, run
             c = out_cnt[ob + i]
             if c < k:
                 sup += c
-        bn[b] = nt
+        o = ob + nt
         tsup[th] += sup
         tcls[th] += nt
         all_sup = np.int64(0)
@@ -159,6 +159,7 @@ def _group_blocks(planes, rows, strides, crow, cnb, cnt, has_cnt, run_start, run
         if all_sup > stop_sup or all_cls > cap:
             halt[0] = 1
             break
+    return o
 
 
 @njit
@@ -178,7 +179,7 @@ def _split(bsize, b0, b1, T):
 
 @njit_parallel
 def group_runs(planes, rows, strides, crow, cnb, cnt, run_start, run_end, block_ptr, k, limit,
-               probe, cap, slots, maxblock, like):
+               probe, cap, slots, maxblock, buf_first, buf_cnt, buf_kc):
     """Group the encoded tuples at a node block by block, on threads (one per row of slots),
     stopping as soon as the node is known infeasible.
 
@@ -190,7 +191,8 @@ def group_runs(planes, rows, strides, crow, cnb, cnt, run_start, run_end, block_
     3) / cnb int64 (d,): the planes of each QI's column at the node (cnb 0: code 0). cnt int64
     rows per tuple (empty: 1 each); k: a class of fewer rows is suppressed; limit: the node is
     infeasible past this many suppressed rows; cap: or past this many classes; maxblock: the
-    most tuples of a block; like: the dtype of the codes.
+    most tuples of a block. buf_first / buf_cnt int64 (threads, S) and buf_kc (threads, d, S)
+    (the dtype of the codes), S >= min(cap + 1, tuples) + maxblock: each thread's classes.
 
     Phase 1 groups the blocks of the first ``probe`` fraction (0..1) of the tuples, stopping
     once more than ``limit`` rows are known suppressed (a block's classes are complete once it
@@ -217,14 +219,10 @@ def group_runs(planes, rows, strides, crow, cnb, cnt, run_start, run_end, block_
     mid = 0  # phase 1: blocks 0 .. mid - 1
     while mid < nb and bsize[mid] < probe * total:
         mid += 1
-    n = max(total, 1)
-    out_first = np.empty(n, dtype=np.int64)
-    out_cnt = np.empty(n, dtype=np.int64)
-    out_kc = np.empty((d, n), dtype=like.dtype)
-    bn = np.zeros(nb, dtype=np.int64)
     tsup = np.zeros(T, dtype=np.int64)
     tcls = np.zeros(T, dtype=np.int64)
     tread = np.zeros(T, dtype=np.int64)
+    seg = np.zeros((2, T + 1), dtype=np.int64)  # end of each thread's classes after a phase
     halt = np.zeros(1, dtype=np.int64)
     tb = max(min(np.int64(slots.shape[1]), maxblock), np.int64(1))
     stop_sup = limit
@@ -234,26 +232,30 @@ def group_runs(planes, rows, strides, crow, cnb, cnt, run_start, run_end, block_
         for th in prange(T):
             touched = np.empty(tb, dtype=np.int64)
             keybuf = np.empty(4096, dtype=np.int64)
-            _group_blocks(planes, rows, strides, crow, cnb, cnt, has_cnt, run_start, run_end,
-                          block_ptr, bsize, cut[th], cut[th + 1], k, stop_sup, cap, slots[th],
-                          touched, keybuf, out_first, out_cnt, out_kc, bn, th, tsup, tcls,
-                          tread, halt)
+            start = seg[0, th] if phase == 1 else 0
+            seg[phase, th] = _group_blocks(planes, rows, strides, crow, cnb, cnt, has_cnt,
+                                           run_start, run_end, block_ptr, cut[th], cut[th + 1],
+                                           k, stop_sup, cap, slots[th], touched, keybuf,
+                                           buf_first[th], buf_cnt[th], buf_kc[th], start, th,
+                                           tsup, tcls, tread, halt)
         if halt[0] != 0 or tsup.sum() > stop_sup or tcls.sum() > cap:
             return (True, np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64),
-                    np.empty((d, 0), dtype=like.dtype), tread.sum())
+                    np.empty((d, 0), dtype=buf_kc.dtype), tread.sum())
         stop_sup = np.int64(1) << 62
         b0, b1 = mid, nb
     nout = tcls.sum()
     first = np.empty(nout, dtype=np.int64)
     counts = np.empty(nout, dtype=np.int64)
-    kc = np.empty((d, nout), dtype=like.dtype)
+    kc = np.empty((d, nout), dtype=buf_kc.dtype)
     o = 0
-    for b in range(nb):
-        a = bsize[b]
-        for i in range(bn[b]):
-            first[o] = out_first[a + i]
-            counts[o] = out_cnt[a + i]
+    for phase in range(2):  # phase 1's blocks, then phase 2's; each thread's in order
+        for th in range(T):
+            a = seg[0, th] if phase == 1 else 0
+            for i in range(a, seg[phase, th]):
+                first[o] = buf_first[th, i]
+                counts[o] = buf_cnt[th, i]
+                o += 1
             for j in range(d):
-                kc[j, o] = out_kc[j, a + i]
-            o += 1
+                for i in range(a, seg[phase, th]):
+                    kc[j, o - seg[phase, th] + i] = buf_kc[th, j, i]
     return False, first, counts, kc, tread.sum()

@@ -150,6 +150,7 @@ class NodeChecker:
         self._dslots = None
         self._dscratch = None
         self._bslots = None  # group_runs' slots (threads, local key space), all 0
+        self._bbuf = None  # group_runs' per-thread class buffers (first, rows, codes)
         self._like = np.zeros(0, dtype=space.code_dtype)  # the dtype of the class tables' codes
         self._qi_rows = np.arange(space.d, dtype=np.int64)  # rows of a cached table's kc
         # (a histogram whose tuples each stand for one row, n == t, is read as plain rows: the
@@ -390,10 +391,15 @@ class NodeChecker:
             crow[j, :int(sp.pbytes[c])] = int(sp.pstart[c]) + np.arange(int(sp.pbytes[c]))
         if self._bslots is None or self._bslots.shape[1] < ks:
             self._bslots = np.zeros((self._threads(), max(ks, 1 << 12)), dtype=np.int32)
+        size = min(self.cap + 1, self.t) + maxblock
+        if self._bbuf is None or self._bbuf[0].shape[1] < size:
+            P = self._threads()
+            self._bbuf = (np.empty((P, size), dtype=np.int64), np.empty((P, size), dtype=np.int64),
+                          np.empty((P, sp.d, size), dtype=sp.code_dtype))
         stopped, first, cnt, kc, read = BK.group_runs(
             sp.planes, rows, pst, crow, sp.pbytes[cols], self._norep[1], run_start, run_end,
             block_ptr, self.k, self.limit, PROBE if keep_table else 1.0, self.cap,
-            self._bslots, maxblock, self._like)
+            self._bslots, maxblock, *self._bbuf)
         self.n_rows_grouped += read - self.t  # _group counted every tuple
         if stopped:
             return None
