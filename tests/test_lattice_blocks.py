@@ -16,7 +16,8 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from test_lattice import TREES, brute_force_node, make_data, naive_eval, naive_qis, run
-from test_privacy_enforce import MODELS, con, make_table, run_and_check  # noqa: F401 (fixture)
+from test_privacy_enforce import MODELS, make_table, run_and_check
+from test_privacy_enforce import con as models_con  # noqa: F401 (the fixture)
 
 from kanon_duckdb.algorithms.lattice import NodeChecker, blocks, build_space
 from kanon_duckdb.algorithms.lattice import _block_kernels as BK
@@ -276,12 +277,12 @@ def test_a_large_table_is_sorted_by_its_fewest_leaf_qis():
 @pytest.mark.parametrize("algo", ["optimal", "datafly", "kgen", "random"])
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 10**6), model=st.sampled_from(sorted(MODELS)), k=st.integers(1, 4))
-def test_models_hold_over_sorted_tuples(monkeypatch, con, algo, seed, model, k):
+def test_models_hold_over_sorted_tuples(monkeypatch, models_con, algo, seed, model, k):  # noqa: F811
     """With the tuples sorted into blocks, every lattice search still publishes k-anonymous
     classes satisfying each privacy model (their per-class histograms read the sensitive
     values of the data's rows: the classes are mapped back from the sorted positions)."""
     monkeypatch.setattr(blocks, "SORT_MIN", 0)
     monkeypatch.setattr(blocks, "MIN_RUN", 1)
     rnd = random.Random(seed)
-    make_table(con, rnd, rnd.randint(24, 90))
-    run_and_check(con, algo, model, k, seed, ", max_suppression := 0.1")
+    make_table(models_con, rnd, rnd.randint(24, 90))
+    run_and_check(models_con, algo, model, k, seed, ", max_suppression := 0.1")
