@@ -8,7 +8,6 @@ node); otherwise exactly the node's classes, the same for any number of threads;
 never split an ancestor's leaves (trees whose nodes cover interleaved leaves included); the
 published node of ``optimal`` and its classes are those of the brute force.
 """
-import itertools
 import random
 
 import numpy as np
@@ -16,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from test_lattice import TREES, brute_force_node, make_data, naive_eval, naive_qis, run
+from test_lattice_rollup import all_nodes, naive_counts
 from test_privacy_enforce import MODELS, make_table, run_and_check
 from test_privacy_enforce import con as models_con  # noqa: F401 (the fixture)
 
@@ -73,21 +73,6 @@ def block_tables(draw):
     return _make_data(num_cols, cat_cols)
 
 
-def _all_nodes(space):
-    return list(itertools.product(*[range(int(h) + 1) for h in space.heights]))
-
-
-def _plain_classes(space, levels):
-    """{code tuple at the node: rows} by plain counting of the level codes."""
-    cols = space.cols(levels)
-    cnt = np.ones(space.t, dtype=np.int64) if space.counts is None else space.counts
-    out = {}
-    for t in range(space.t):
-        key = tuple(int(space.codes[c, t]) for c in cols)
-        out[key] = out.get(key, 0) + int(cnt[t])
-    return out
-
-
 # ---------------------------------------------------------------------------- sort, intervals
 
 @settings(max_examples=60, deadline=None)
@@ -118,32 +103,20 @@ def test_interval_cuts_are_exactly_the_leaf_cuts_no_ancestor_spans(anc):
 # ---------------------------------------------------------------------------- block grouping
 
 def _run_group_runs(ch, levels, probe, threads):
-    """group_runs on the node's blocks with ``threads`` rows of slots (as the checker calls
-    it), or None when the node has no plan."""
+    """group_runs on the node's blocks with ``threads`` rows of slots (the checker's
+    arguments; class buffers filled with junk first), or None when the node has no plan."""
     sp = ch.space
-    plan = sp.blocks.plan(levels, sp.heights, sp.trees)
-    if plan is None:
+    got = ch.block_args(levels)
+    if got is None:
         return None
-    run_start, run_end, block_ptr, split, maxblock = plan
-    cols = sp.cols(levels)
-    local = [j for j in range(sp.d) if sp.mcol[cols[j]] > 1 and j not in split]
-    strides = np.ones(len(local), dtype=np.int64)
-    for i in range(1, len(local)):
-        strides[i] = strides[i - 1] * int(sp.mcol[cols[local[i - 1]]])
-    ks = int(np.prod([int(sp.mcol[cols[j]]) for j in local])) if local else 1
-    rows, pst = sp.key_planes(cols[local], strides)
-    crow = np.zeros((sp.d, 3), dtype=np.int64)
-    for j, c in enumerate(cols.tolist()):
-        crow[j, :int(sp.pbytes[c])] = int(sp.pstart[c]) + np.arange(int(sp.pbytes[c]))
+    args, (ks, maxblock) = got
     slots = np.zeros((threads, max(ks, 1)), dtype=np.int32)
     size = min(ch.cap + 1, sp.t) + maxblock
     bufs = (np.full((threads, size), -7, dtype=np.int64), np.full((threads, size), -7),
             np.full((threads, sp.d, size), 9, dtype=sp.code_dtype))
-    out = BK.group_runs(sp.planes, rows, pst, crow, sp.pbytes[cols], ch._norep[1], run_start,
-                        run_end, block_ptr, ch.k, ch.limit, probe, ch.cap, slots, maxblock,
-                        *bufs)
+    out = BK.group_runs(*args, ch.k, ch.limit, probe, ch.cap, slots, maxblock, *bufs)
     assert not slots.any()  # left all 0
-    # the plan's blocks cover every position once
+    run_start, run_end = args[6], args[7]  # the plan's blocks cover every position once
     cover = np.zeros(sp.t, dtype=np.int64)
     for a, b in zip(run_start.tolist(), run_end.tolist()):
         cover[a:b] += 1
@@ -165,8 +138,8 @@ def test_block_grouping_equals_plain_counting(monkeypatch, data, draw, k, ms, sk
     if space.blocks is None:
         return
     ch = NodeChecker(space, min(k, data.n), ms, stop_early=True)
-    levels = draw.draw(st.sampled_from(_all_nodes(space)))
-    ref = _plain_classes(space, levels)
+    levels = draw.draw(st.sampled_from(all_nodes(space)))
+    ref = naive_counts(space, levels)
     sup = sum(c for c in ref.values() if c < ch.k)
     infeasible = sup > ch.limit or len(ref) > ch.cap
     for probe in (1.0, 0.25, 0.0):
@@ -206,7 +179,7 @@ def test_checker_with_blocks_decides_as_the_plain_checker(monkeypatch, data, dra
     monkeypatch.setattr(blocks, "MIN_RUN", 1)
     space = build_space(data)
     ch = NodeChecker(space, k, ms, stop_early=True)
-    nodes = draw.draw(st.lists(st.sampled_from(_all_nodes(space)), min_size=1, max_size=6))
+    nodes = draw.draw(st.lists(st.sampled_from(all_nodes(space)), min_size=1, max_size=6))
     for levels in nodes:
         keep = draw.draw(st.booleans())
         a, b = ch.check(levels, keep), plain.check(levels)

@@ -12,6 +12,7 @@ import numpy as np
 from numba import prange
 
 from ..._numba_config import njit, njit_parallel
+from ._kernels import report_piece
 
 
 @njit
@@ -111,7 +112,6 @@ def _group_blocks(planes, rows, strides, crow, cnb, cnt, has_cnt, run_start, run
     classes smaller than k go to tsup[th], its classes to tcls[th], its tuples to tread[th];
     past stop_sup or cap over all threads (sums that only grow: lower bounds of the totals)
     halt[0] is set and every thread stops at its next block."""
-    T = tsup.shape[0]
     d = cnb.shape[0]
     B = keybuf.shape[0]
     for b in range(b0, b1):
@@ -119,8 +119,9 @@ def _group_blocks(planes, rows, strides, crow, cnb, cnt, has_cnt, run_start, run
             break
         nt = 0
         ob = o
+        read = np.int64(0)
         for r in range(block_ptr[b], block_ptr[b + 1]):
-            tread[th] += run_end[r] - run_start[r]
+            read += run_end[r] - run_start[r]
             for a in range(run_start[r], run_end[r], B):
                 e = min(a + B, run_end[r])
                 _run_keys(planes, rows, strides, a, e, keybuf)
@@ -149,15 +150,8 @@ def _group_blocks(planes, rows, strides, crow, cnb, cnt, has_cnt, run_start, run
             if c < k:
                 sup += c
         o = ob + nt
-        tsup[th] += sup
-        tcls[th] += nt
-        all_sup = np.int64(0)
-        all_cls = np.int64(0)
-        for u in range(T):
-            all_sup += tsup[u]
-            all_cls += tcls[u]
-        if all_sup > stop_sup or all_cls > cap:
-            halt[0] = 1
+        tread[th] += read
+        if report_piece(tsup, tcls, th, sup, nt, stop_sup, cap, halt):
             break
     return o
 

@@ -364,17 +364,16 @@ class NodeChecker:
                                                 self._threads())
         return None if stopped else (rep, cnt, self._full_codes(levels, tab, rep, kc, live))
 
-    def _run_blocks(self, levels, keep_table=False):
-        """``_run_stopping`` over the encoded tuples block by block (``blocks.py``,
-        ``_block_kernels.group_runs``): None for a node shown infeasible (more than ``cap``
-        classes, or more than ``limit`` rows in classes smaller than k: in the blocks of the
-        first ``PROBE`` fraction of the tuples when ``keep_table``, in all otherwise), else the
-        node's class table (rep, cnt, kc); NotImplemented when the node has no blocks or its
-        key within a block spans more than ``LOCAL_MAX`` keys."""
+    def block_args(self, levels):
+        """The node-specific arguments of ``_block_kernels.group_runs`` (planes, rows, strides,
+        crow, cnb, cnt, run_start, run_end, block_ptr) and (local key space, most tuples of a
+        block), or None when the node has no blocks (``blocks.TupleBlocks.plan``): the key
+        within a block leaves out the QIs split there (constant in a block) and the constant
+        ones."""
         sp = self.space
         plan = sp.blocks.plan(levels, sp.heights, sp.trees)
         if plan is None:
-            return NotImplemented
+            return None
         run_start, run_end, block_ptr, split, maxblock = plan
         cols = sp.cols(levels)
         local = [j for j in range(sp.d) if sp.mcol[cols[j]] > 1 and j not in split]
@@ -383,23 +382,34 @@ class NodeChecker:
         for i, j in enumerate(local):
             strides[i] = ks
             ks *= int(sp.mcol[cols[j]])
-        if ks > LOCAL_MAX:
-            return NotImplemented
         rows, pst = sp.key_planes(cols[local], strides)
         crow = np.zeros((sp.d, 3), dtype=np.int64)
         for j, c in enumerate(cols.tolist()):
             crow[j, :int(sp.pbytes[c])] = int(sp.pstart[c]) + np.arange(int(sp.pbytes[c]))
+        return ((sp.planes, rows, pst, crow, sp.pbytes[cols], self._norep[1], run_start, run_end,
+                 block_ptr), (ks, maxblock))
+
+    def _run_blocks(self, levels, keep_table=False):
+        """``_run_stopping`` over the encoded tuples block by block (``blocks.py``,
+        ``_block_kernels.group_runs``): None for a node shown infeasible (more than ``cap``
+        classes, or more than ``limit`` rows in classes smaller than k: in the blocks of the
+        first ``PROBE`` fraction of the tuples when ``keep_table``, in all otherwise), else the
+        node's class table (rep, cnt, kc); NotImplemented when the node has no blocks or its
+        key within a block spans more than ``LOCAL_MAX`` keys."""
+        got = self.block_args(levels)
+        if got is None or got[1][0] > LOCAL_MAX:
+            return NotImplemented
+        args, (ks, maxblock) = got
         if self._bslots is None or self._bslots.shape[1] < ks:
             self._bslots = np.zeros((self._threads(), max(ks, 1 << 12)), dtype=np.int32)
         size = min(self.cap + 1, self.t) + maxblock
         if self._bbuf is None or self._bbuf[0].shape[1] < size:
             P = self._threads()
             self._bbuf = (np.empty((P, size), dtype=np.int64), np.empty((P, size), dtype=np.int64),
-                          np.empty((P, sp.d, size), dtype=sp.code_dtype))
+                          np.empty((P, self.space.d, size), dtype=self.space.code_dtype))
         stopped, first, cnt, kc, read = BK.group_runs(
-            sp.planes, rows, pst, crow, sp.pbytes[cols], self._norep[1], run_start, run_end,
-            block_ptr, self.k, self.limit, PROBE if keep_table else 1.0, self.cap,
-            self._bslots, maxblock, *self._bbuf)
+            *args, self.k, self.limit, PROBE if keep_table else 1.0, self.cap, self._bslots,
+            maxblock, *self._bbuf)
         self.n_rows_grouped += read - self.t  # _group counted every tuple
         if stopped:
             return None
