@@ -129,25 +129,32 @@ def compile_threaded_grouping(data) -> None:
     (``group_buckets``, from ``checker.BUCKET_MIN`` inputs) and the direct count of a kept
     grouping (``group_dense``, up to ``checker.KEEP_TABLE_MAX`` keys) over the byte planes and
     over a cached class table of each level-code dtype, uint16 and int32 (a column with 65,536
-    values or more). O(rows of data)."""
+    values or more), and the blocked tuple order (``lattice.blocks``, from ``blocks.SORT_MIN``
+    tuples: the sort and ``_block_kernels.group_runs``, stopping and kept). O(rows of data)."""
     import dataclasses
 
     import numpy as np
 
     from .algorithms.lattice import NodeChecker, build_space
     from .algorithms.lattice import _kernels as K
-    from .algorithms.lattice import levels
-    saved, levels.PARALLEL_ROWS = levels.PARALLEL_ROWS, 0  # the planes written on threads
+    from .algorithms.lattice import blocks, levels
+    saved = levels.PARALLEL_ROWS, blocks.SORT_MIN, blocks.MIN_RUN
+    levels.PARALLEL_ROWS = 0  # the planes written on threads
+    blocks.SORT_MIN, blocks.MIN_RUN = 0, 1  # the tuples sorted into blocks
     try:
         space = build_space(data)
     finally:
-        levels.PARALLEL_ROWS = saved
+        levels.PARALLEL_ROWS, blocks.SORT_MIN, blocks.MIN_RUN = saved
     for dtype in (np.uint16, np.int32):
         sp = dataclasses.replace(space, code_dtype=dtype)
         ch = NodeChecker(sp, 2, stop_early=True)
         ch.parallel_min = 0
         ch.check(ch.bounds)
         ch.check(ch.top)  # feasible: the class statistics on codes of this dtype
+        for keep in (False, True):  # blocks: group_runs stopping in all / in its probe
+            for levels_ in (ch.bounds, tuple(0 for _ in ch.bounds)):
+                if sp.blocks is not None:
+                    ch._run_blocks(levels_, keep)
         low = ch.bounds
         rep, cnt, _, kc = ch._run_kernels(low)
         for tab in (None, (rep, cnt, kc, low)):

@@ -187,7 +187,8 @@ def test_counts_of_an_all_distinct_histogram_are_not_read():
 
 
 def _reference_codes(data, space):
-    """codes[c, t] = the level code of row t's leaf, from the leaves themselves."""
+    """codes[c, t] = the level code of the leaf of the tuple at position t (the data's tuple
+    ``space.perm[t]`` when build_space sorted them), from the leaves themselves."""
     from kanon_duckdb.algorithms.lattice.levels import numeric_tree
     leaves = [numeric_tree(data, j)[1] for j in range(data.dn)]
     leaves += [data.cat[:, j] for j in range(data.cat.shape[1])]
@@ -196,7 +197,7 @@ def _reference_codes(data, space):
         for lv in range(int(space.heights[j]) + 1):
             c = int(space.cstart[j] + lv)
             out[c] = space.leaf_codes[c][leaf]
-    return out
+    return out if space.perm is None else out[:, space.perm]
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -624,6 +624,25 @@ def _bucket_scatter(keys, cnt, has_cnt, a0, b0, pshift, fill, skey, sidx, sw):
 
 
 @njit
+def report_piece(tsup, tcls, th, sup, classes, stop_sup, cap, halt):
+    """Thread th finished a piece (bucket, block) of a stopping grouping: add its rows in
+    classes smaller than k and its classes to tsup[th] / tcls[th]; when the sums over every
+    thread's slots (they only grow: lower bounds of the totals) pass stop_sup or cap, set
+    halt[0] (every thread stops at its next piece) and return True."""
+    tsup[th] += sup
+    tcls[th] += classes
+    all_sup = np.int64(0)
+    all_cls = np.int64(0)
+    for u in range(tsup.shape[0]):
+        all_sup += tsup[u]
+        all_cls += tcls[u]
+    if all_sup > stop_sup or all_cls > cap:
+        halt[0] = 1
+        return True
+    return False
+
+
+@njit
 def _group_bucket_range(lo, hi, bstart, skey, sidx, sw, has_cnt, packed, pbits, biggest, k,
                         stop_sup, cap, th, tsup, tcls, bn, halt):
     """Group buckets lo..hi-1 one by one with one small hash table (thread th's share).
@@ -642,7 +661,6 @@ def _group_bucket_range(lo, hi, bstart, skey, sidx, sw, has_cnt, packed, pbits, 
     bfirst = np.empty(max(biggest, 1), dtype=np.int32)
     low = (np.int64(1) << 32) - 1
     ubits = np.uint64(pbits)
-    T = tsup.shape[0]
     for p in range(lo, hi):
         if halt[0] != 0:
             break
@@ -681,15 +699,7 @@ def _group_bucket_range(lo, hi, bstart, skey, sidx, sw, has_cnt, packed, pbits, 
             skey[b0 + i] = bcnt[i]
             hkey[used[i]] = -1
         bn[p] = nu
-        tsup[th] += sup
-        tcls[th] += nu
-        all_sup = np.int64(0)
-        all_cls = np.int64(0)
-        for u in range(T):
-            all_sup += tsup[u]
-            all_cls += tcls[u]
-        if all_sup > stop_sup or all_cls > cap:
-            halt[0] = 1
+        if report_piece(tsup, tcls, th, sup, nu, stop_sup, cap, halt):
             break
 
 

@@ -39,7 +39,13 @@ k (most nodes near the feasibility border suppress 10-100 times the limit), unle
 ``check(..., keep_table=True)`` asks for the node's table to cache it: such a grouping counts
 every key of its key space directly when it is small (``_kernels.group_dense``, up to
 ``KEEP_TABLE_MAX`` keys: one memory access per input, the classes' codes decoded from their
-keys). Passes over the encoded tuples read
+keys). From ``blocks.SORT_MIN`` encoded tuples they are sorted into blocks of a few QIs'
+leaves (``blocks.py``): a pass over them at a node that has blocks groups block by block
+(``_block_kernels.group_runs``, small per-block counting arrays in cache) and stops as soon as
+the blocks done show the node infeasible; a grouping asked to keep its table stops only if the
+blocks of its first ``PROBE`` fraction of the tuples do (then the node is reported infeasible
+with n_suppressed -1 and no table; ``optimal`` moves its kept grouping up the path), else it
+completes, feasible or not. Passes over the encoded tuples read
 the level codes byte by byte (``LatticeSpace.planes``: one byte per row for a level of at most
 256 codes) and a histogram with one row per tuple is read without its counts. Such capped
 passes over at least ``PARALLEL_MIN`` encoded rows run in one chunk per numba thread, merged in
@@ -59,6 +65,7 @@ import numpy as np
 from ... import objectives
 from ...errors import InvalidParameterError
 from ..base import Partition
+from . import _block_kernels as BK
 from . import _kernels as K
 from .levels import LatticeSpace
 
@@ -71,6 +78,8 @@ BUCKET_MIN = 1 << 15  # inputs from which a stopping grouping runs in hash bucke
 DENSE_STOP_MAX = 1 << 16  # key spaces up to this size: a stopping grouping counts them densely
 KEEP_TABLE_MAX = 1 << 22  # a grouping that keeps its table counts key spaces up to this directly
 BUCKET_ROWS = 1 << 14  # about this many inputs per bucket (its hash table stays in cache)
+PROBE = 0.25  # a kept grouping by blocks stops if its first quarter shows the node infeasible
+LOCAL_MAX = 1 << 20  # a node's key within a block spans at most this: grouped by blocks
 
 
 @dataclass(frozen=True)
@@ -140,6 +149,8 @@ class NodeChecker:
         self._bscratch = None
         self._dslots = None
         self._dscratch = None
+        self._bslots = None  # group_runs' slots (threads, local key space), all 0
+        self._bbuf = None  # group_runs' per-thread class buffers (first, rows, codes)
         self._like = np.zeros(0, dtype=space.code_dtype)  # the dtype of the class tables' codes
         self._qi_rows = np.arange(space.d, dtype=np.int64)  # rows of a cached table's kc
         # (a histogram whose tuples each stand for one row, n == t, is read as plain rows: the
@@ -278,6 +289,7 @@ class NodeChecker:
             cols = sp.cols(levels)
             rep, cnt = (self._norep[0], self._norep[1]) if tab is None else tab[:2]
             rep, cnt, cls = K.group_tuple(sp.codes, rep, cnt, tab is None, cols, cap, want_cls)
+            cls = sp.data_order(cls) if tab is None and want_cls else cls
             return rep, cnt, cls, sp.codes_at(cols, rep)
         *args, ks, live = self._kernel_args(levels, tab)
         if tab is None and cap < _NO_CAP and self.t >= self.parallel_min:  # long: in chunks
@@ -290,7 +302,8 @@ class NodeChecker:
             hkey, hval = self._tables(min(cap + 1, c, ks))
             out = K.group_node(*args, ks, cap, self._dense, hkey, hval,
                                self._keybuf, want_cls)
-        return out[0], out[1], out[2], self._full_codes(levels, tab, out[0], out[3], live)
+        cls = sp.data_order(out[2]) if tab is None and want_cls else out[2]
+        return out[0], out[1], cls, self._full_codes(levels, tab, out[0], out[3], live)
 
     def _tables(self, keys: int):
         """The open-addressing tables of ``group_node`` (hkey int64 all -1, hval int32) for up to
@@ -322,6 +335,10 @@ class NodeChecker:
         classes after about cap inputs) and short inputs take ``group_node``; the rest run in
         hash buckets."""
         sp = self.space
+        if tab is None and sp.blocks is not None:
+            out = self._run_blocks(levels, keep_table)
+            if out is not NotImplemented:
+                return out
         c = self.t if tab is None else tab[0].shape[0]
         ks = sp.keyspace(levels)[1]
         if (keep_table and ks <= min(KEEP_TABLE_MAX, 4 * c) and c >= self.bucket_min
@@ -346,6 +363,57 @@ class NodeChecker:
                                                 self.cap, pbits, keys, skey, sidx,
                                                 self._threads())
         return None if stopped else (rep, cnt, self._full_codes(levels, tab, rep, kc, live))
+
+    def block_args(self, levels):
+        """The node-specific arguments of ``_block_kernels.group_runs`` (planes, rows, strides,
+        crow, cnb, cnt, run_start, run_end, block_ptr) and (local key space, most tuples of a
+        block), or None when the node has no blocks (``blocks.TupleBlocks.plan``): the key
+        within a block leaves out the QIs split there (constant in a block) and the constant
+        ones."""
+        sp = self.space
+        plan = sp.blocks.plan(levels, sp.heights, sp.trees)
+        if plan is None:
+            return None
+        run_start, run_end, block_ptr, split, maxblock = plan
+        cols = sp.cols(levels)
+        local = [j for j in range(sp.d) if sp.mcol[cols[j]] > 1 and j not in split]
+        strides = np.empty(len(local), dtype=np.int64)
+        ks = 1
+        for i, j in enumerate(local):
+            strides[i] = ks
+            ks *= int(sp.mcol[cols[j]])
+        rows, pst = sp.key_planes(cols[local], strides)
+        crow = np.zeros((sp.d, 3), dtype=np.int64)
+        for j, c in enumerate(cols.tolist()):
+            crow[j, :int(sp.pbytes[c])] = int(sp.pstart[c]) + np.arange(int(sp.pbytes[c]))
+        return ((sp.planes, rows, pst, crow, sp.pbytes[cols], self._norep[1], run_start, run_end,
+                 block_ptr), (ks, maxblock))
+
+    def _run_blocks(self, levels, keep_table=False):
+        """``_run_stopping`` over the encoded tuples block by block (``blocks.py``,
+        ``_block_kernels.group_runs``): None for a node shown infeasible (more than ``cap``
+        classes, or more than ``limit`` rows in classes smaller than k: in the blocks of the
+        first ``PROBE`` fraction of the tuples when ``keep_table``, in all otherwise), else the
+        node's class table (rep, cnt, kc); NotImplemented when the node has no blocks or its
+        key within a block spans more than ``LOCAL_MAX`` keys."""
+        got = self.block_args(levels)
+        if got is None or got[1][0] > LOCAL_MAX:
+            return NotImplemented
+        args, (ks, maxblock) = got
+        if self._bslots is None or self._bslots.shape[1] < ks:
+            self._bslots = np.zeros((self._threads(), max(ks, 1 << 12)), dtype=np.int32)
+        size = min(self.cap + 1, self.t) + maxblock
+        if self._bbuf is None or self._bbuf[0].shape[1] < size:
+            P = self._threads()
+            self._bbuf = (np.empty((P, size), dtype=np.int64), np.empty((P, size), dtype=np.int64),
+                          np.empty((P, self.space.d, size), dtype=self.space.code_dtype))
+        stopped, first, cnt, kc, read = BK.group_runs(
+            *args, self.k, self.limit, PROBE if keep_table else 1.0, self.cap, self._bslots,
+            maxblock, *self._bbuf)
+        self.n_rows_grouped += read - self.t  # _group counted every tuple
+        if stopped:
+            return None
+        return first.astype(np.int32), cnt, kc
 
     def _threads(self) -> int:
         """numba's thread count: the threads of a bucketed grouping (its buckets are
@@ -445,8 +513,9 @@ class NodeChecker:
 
     def check(self, levels, keep_table=False) -> CheckResult:
         """Evaluate one node (memoized). ``keep_table``: a stopping checker groups the node to
-        its end unless it has more than ``cap`` classes (its class table is cached for the
-        nodes above it) rather than stopping as soon as it is known infeasible."""
+        its end unless it has more than ``cap`` classes or (a pass by blocks) the blocks of the
+        first ``PROBE`` fraction of the tuples show it infeasible (its class table is cached
+        for the nodes above it) rather than stopping as soon as it is known infeasible."""
         key = tuple(int(x) for x in levels)
         self.n_checks += 1
         hit = self.memo.get(key)

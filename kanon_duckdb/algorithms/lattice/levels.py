@@ -17,6 +17,11 @@ up (``TaxonomyIndex.anc``, capped at the root). ``LatticeSpace`` precomputes, on
 - ``ncp_mean`` (d, Hmax+1): mean NCP over all rows of QI j at level L (GCP without suppression is
   a sum of these, so it needs no pass over the data).
 
+From ``blocks.SORT_MIN`` encoded rows they are held sorted by the leaves of a few QIs
+(``blocks.py``): position p holds the data's tuple ``perm[p]`` (planes and ``counts`` in that
+order; ``data_order`` maps a per-position array back), and ``blocks`` (``TupleBlocks``) gives
+each node's blocks of positions, which no class of the node crosses.
+
 Numeric QIs use the interval tree of ``data.num_trees[j]`` (from ``kanon_taxonomy``, attached by
 ``encoding.attach_numeric_trees``) or, when there is none, a nested interval tree built here from
 the column's distinct values (``taxonomy.intervals.interval_index``: the tree of
@@ -33,6 +38,7 @@ from fractions import Fraction
 import numpy as np
 
 from . import _kernels as K
+from . import blocks
 from ...taxonomy import builders
 from ...taxonomy.intervals import interval_index
 from ...taxonomy.tree import TaxonomyIndex, flat_index
@@ -64,6 +70,8 @@ class LatticeSpace:
     planes: np.ndarray | None = None  # uint8 (n_planes, t): the codes byte by byte (see below)
     pstart: np.ndarray | None = None  # int64 (n_cols,): plane of a column's low byte
     pbytes: np.ndarray | None = None  # int64 (n_cols,): bytes of a column's codes (1..3)
+    perm: np.ndarray | None = None  # int64 (t,): the data's tuple at each position (None: same)
+    blocks: "blocks.TupleBlocks | None" = None  # the blocks of the sorted tuples (blocks.py)
     _maps: dict = field(default_factory=dict, repr=False)
     _codes: np.ndarray | None = field(default=None, repr=False)
 
@@ -109,6 +117,14 @@ class LatticeSpace:
     @property
     def d(self) -> int:
         return len(self.names)
+
+    def data_order(self, per_position: np.ndarray) -> np.ndarray:
+        """A per-tuple array in the data's tuple order (the tuples may be sorted: ``perm``)."""
+        if self.perm is None:
+            return per_position
+        out = np.empty_like(per_position)
+        out[self.perm] = per_position
+        return out
 
     def cols(self, levels) -> np.ndarray:
         """Column of each QI at a node (int64 (d,))."""
@@ -249,6 +265,15 @@ def build_space(data: QIData) -> LatticeSpace:
     cnode = np.concatenate([p[1] for p in per_col]) if per_col else np.zeros(0, np.int32)
     cncp = np.concatenate([p[2] for p in per_col]) if per_col else np.zeros(0)
     dtype = np.uint16 if (mcol.size == 0 or mcol.max() < 65536) else np.int32
+    counts, perm, tblocks = data.counts, None, None
+    if data.n >= blocks.SORT_MIN:  # the tuples in blocks of the sort QIs' leaves
+        leaf_counts = [t.leaf_count for t in trees]
+        perm, qis = blocks.sort_tuples(cols, leaf_counts, data.n)
+        if perm is not None:
+            cols = [blocks.gather(np.ascontiguousarray(c), perm) for c in cols]
+            counts = None if counts is None else blocks.gather(np.asarray(counts), perm)
+            tblocks = blocks.TupleBlocks.build(np.stack([cols[j] for j in qis]), qis,
+                                               leaf_counts)
     pstart, pbytes = plane_layout(mcol)
     planes = np.empty((int(pbytes.sum()), data.n), dtype=np.uint8)
     for j in range(d):
@@ -260,8 +285,8 @@ def build_space(data: QIData) -> LatticeSpace:
         write(np.ascontiguousarray(cols[j], dtype=np.int32), np.concatenate(luts), off,
               pstart[rows], pbytes[rows], planes)
     return LatticeSpace(n, names, data.dn, trees, heights, dtype, cstart, mcol, coff, cnode, cncp,
-                        ncp_mean, node_lo, node_hi, auto, data.counts, [p[0] for p in per_col],
-                        planes, pstart, pbytes)
+                        ncp_mean, node_lo, node_hi, auto, counts, [p[0] for p in per_col],
+                        planes, pstart, pbytes, perm, tblocks)
 
 
 def plane_layout(mcol: np.ndarray):

@@ -19,8 +19,12 @@ the search evaluated nodes in.
    the best feasible node's (loss, height, index): no later node can come first.
 3. A scanned node that is neither decided nor ruled out is decided along a path: climb greedily
    (least bound increase) through undecided nodes whose key is still below the best, evaluate
-   the top of the path (usually infeasible: one pass tags the whole cone below it), and if it
-   is feasible binary-search the path for its first feasible node. Feasible -> every
+   the first node of the path whose key space is at most ``NodeChecker.cap`` (n/k + limit) or
+   the tuples, keeping its class table (the nodes above it roll up from it), and binary-search
+   the path for its first feasible node (below it when it is feasible, above when not). A kept
+   grouping that the checker stopped on a prefix of the sorted tuples (far infeasible: no
+   table) moves the kept grouping to the next node up the path, so the table kept is that of
+   a node near the feasibility border, or of the border node itself. Feasible -> every
    generalization is feasible (FEAS cone) and, when the loss is monotone, comes later in the
    order (PRUNED); infeasible -> every specialization is infeasible (INFEAS cone). With DM a
    node's sum of squared class sizes bounds the loss of every node above it.
@@ -100,6 +104,9 @@ def search(ch: NodeChecker, progress=None):
             best[0], best[1] = key, u
 
     def evaluate(u, keep_table=False):
+        return check(u, keep_table).feasible
+
+    def check(u, keep_table=False):
         res = ch.check(levels_of(u), keep_table)
         status[u] |= EVAL
         if res.feasible:
@@ -112,7 +119,7 @@ def search(ch: NodeChecker, progress=None):
             K.tag_closure(status, u, INFEAS, radix, strides, False)
         if ob.bound_prunes and best[0] is not None and ob.tie_class(res.lower_bound) > best[0][0]:
             K.tag_closure(status, u, PRUNED, radix, strides, True)
-        return res.feasible
+        return res
 
     def climb(u):
         """u and undecided nodes above it, each step the one shrinking the key space least
@@ -155,17 +162,26 @@ def search(ch: NodeChecker, progress=None):
 
     def resolve(u):
         """Decide u along its climb: evaluate the first node whose key space is at most
-        ``small`` (its table is complete and cached, so the nodes above it on the path roll up
-        from it), then binary-search below it when it is feasible, above it when it is not (for
-        the highest infeasible node of the path: the widest INFEAS cone)."""
+        ``small`` keeping its table (complete and cached, so the nodes above it on the path
+        roll up from it), then binary-search below it when it is feasible, above it when it is
+        not (for the highest infeasible node of the path: the widest INFEAS cone). A kept
+        grouping that the checker stopped on a prefix of the tuples (infeasible, no table:
+        ``NodeChecker.check``) moves the kept grouping one node up the path."""
         n_paths[0] += 1
         path = climb(u)
         i0 = next((i for i, v in enumerate(path) if sp.keyspace(levels_of(v))[1] <= small),
                   len(path) - 1)
-        if evaluate(path[i0], True):
-            first_feasible(path, 0, i0)
-        else:
-            first_feasible(path, i0 + 1, len(path))
+        i = i0
+        while True:
+            res = check(path[i], True)
+            if res.feasible:
+                if i == i0:
+                    first_feasible(path, 0, i0)
+                return  # (above i0: the node below it on the path is infeasible)
+            if res.n_suppressed >= 0 or i == len(path) - 1:  # its table is cached
+                first_feasible(path, i + 1, len(path))
+                return
+            i += 1
 
     evaluate(M - 1)  # the top: feasible whenever k <= n (without row-suppressing models)
     if best[0] is None and cones:  # every node is below the top: none is feasible
