@@ -1,7 +1,6 @@
 """kanon_runs recording (runs.record_run): the UDFs' own cursors insert first and complete the
 table only when the insert cannot bind it; any other connection completes it first, so a
 caller's open transaction is never aborted by a failed statement."""
-import duckdb
 import pytest
 
 import kanon_duckdb
