@@ -32,12 +32,15 @@ MAPPING_FIELDS = (("qi", "VARCHAR"), ("raw", "VARCHAR"), ("ec", "BIGINT"), ("lab
 
 
 def run_source(cur, tbl: str) -> str | None:
-    """The recorded source of the one run of the anonymized table ``tbl``, None when ``tbl`` is
-    not such a table (kanon_mapping's default ``source``)."""
+    """The recorded source of the one run of the anonymized table ``tbl`` when that run is
+    full-domain (its mapping reads the raw values there); None when ``tbl`` is not such a table
+    or its run is local recoding, whose mapping is the output's own class boxes (so a dropped or
+    detached source does not stop it). kanon_mapping's default ``source``, bound as a relation."""
     try:
-        return _run_of(cur, tbl)[-1]
+        run = _run_of(cur, tbl)
     except (InvalidParameterError, UnknownObjectError):
         return None
+    return run[-1] if "node" in run[4] else None
 
 
 def _run_of(cur, tbl):

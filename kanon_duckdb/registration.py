@@ -19,6 +19,7 @@ from pathlib import Path
 import duckdb
 
 from . import registered  # noqa: F401 - records con.register(...) for the SQL macros
+from .errors import KanonError
 from .help import apply_comments, render_help
 from .interrupt import install_sigint_handler
 from .params import render_sql
@@ -139,7 +140,12 @@ def _register(con: duckdb.DuckDBPyConnection, progress: ProgressFn | None
     ensure_taxonomy_table(con)  # before the macros over it are created: a wrong shape is named
     ctx = UdfContext(con=con, progress=progress or no_progress)
     for udf in declared_udfs(ctx):
-        create(con, udf)
+        try:
+            create(con, udf)
+        except duckdb.CatalogException as exc:
+            if "already exists" not in str(exc):
+                raise
+            raise _shared_instance_error(con) from None
     scripts = rendered_scripts()
     # numba and the default path's kernels load in the background from here, while DuckDB
     # creates the macros below and the caller loads data: both run with the GIL released (the
@@ -154,6 +160,21 @@ def _register(con: duckdb.DuckDBPyConnection, progress: ProgressFn | None
     apply_comments(con, sql_scripts())  # each macro's doc comment becomes its DuckDB comment
     _open.add(con)
     return con
+
+
+def _shared_instance_error(con: duckdb.DuckDBPyConnection) -> KanonError:
+    """The error for a connection whose database another registered connection of this process
+    holds: DuckDB shares one instance per file in a process, and Python UDFs live in the
+    instance, owned (and removable) by the connection that created them only."""
+    path = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()"
+                       ).fetchall()
+    where = f"'{path[0][0]}'" if path and path[0][0] else "this database"
+    return KanonError(
+        f"{where} is already open in this process on a connection with kanon-duckdb registered "
+        f"(DuckDB shares one database instance per file within a process, and the functions with "
+        f"it, so a second connection cannot register its own): use that connection or its "
+        f"cursor() (cur = con.cursor() runs k_anonymize and the metrics, with its own TEMP "
+        f"objects), or close every connection to the file first")
 
 
 def connect(path: str | None = None, *, progress: ProgressFn | None = None,

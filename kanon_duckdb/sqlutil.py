@@ -102,7 +102,9 @@ def catalog_entry(con, name: str, include_views: bool = False, allow_temp: bool 
     parsed = split_qualified(name)
     # A table literally named 'a.b' wins over schema 'a', table 'b'.
     whole = [m for m in catalog if m[2].lower() == name.lower()]
-    for cand in ([name] if whole else []) + [tuple(parsed)]:
+    # 'a.b' is schema a, table b; failing that (DuckDB's own rule) database a, its schema main
+    via_db = [(parsed[0], "main", parsed[1])] if len(parsed) == 2 else []
+    for cand in ([name] if whole else []) + [tuple(parsed)] + via_db:
         parts = [cand] if isinstance(cand, str) else list(cand)
         if len(parts) > 3:
             continue

@@ -81,3 +81,28 @@ def test_mapping_of_a_registered_output_equals_the_tables(con, through):
         caller.unregister("m2_arrow")
         if caller is not con:
             caller.close()
+
+
+def test_local_recoding_mapping_needs_no_source(con, tmp_path):
+    """A local-recoding mapping is the output's own class boxes: it still lists them after the
+    run's source is dropped or its database detached (it failed at bind time with DuckDB's
+    'Table with name ... does not exist', the recorded source being bound as a relation).
+    A full-domain mapping reads its source and still needs it (or source :=)."""
+    con.execute("CREATE TABLE src AS FROM t")
+    con.execute("CREATE TABLE o AS FROM k_anonymize('src', k := 2, qi := ['age', 'rel'])")
+    before = con.execute("FROM kanon_mapping('o') ORDER BY ALL").fetchall()
+    assert len(before) == 4  # 2 classes x 2 QIs
+    con.execute("DROP TABLE src")
+    assert con.execute("FROM kanon_mapping('o') ORDER BY ALL").fetchall() == before
+    con.execute(f"ATTACH '{tmp_path / 'other.duckdb'}' AS other")
+    con.execute("CREATE TABLE other.src2 AS FROM t")
+    con.execute("CREATE TABLE o2 AS FROM k_anonymize('other.src2', k := 2, qi := ['age', 'rel'])")
+    con.execute("CREATE TABLE o3 AS FROM k_anonymize('other.src2', k := 2, algo := 'optimal', "
+                "qi := ['age', 'rel'])")
+    before2 = con.execute("FROM kanon_mapping('o2') ORDER BY ALL").fetchall()
+    before3 = con.execute("FROM kanon_mapping('o3') ORDER BY ALL").fetchall()
+    con.execute("DETACH other")
+    assert con.execute("FROM kanon_mapping('o2') ORDER BY ALL").fetchall() == before2
+    with pytest.raises(duckdb.Error, match="other.src2"):
+        con.execute("FROM kanon_mapping('o3')").fetchall()
+    assert con.execute("FROM kanon_mapping('o3', source := 't') ORDER BY ALL").fetchall() == before3

@@ -254,3 +254,23 @@ def test_registered_objects_stay_with_their_database():
     a.close()
     assert b.sql("SELECT count(*) FROM k_anonymize('people_x', 2, qi := ['age'])").fetchall()[0][0] == 30
     assert b.sql("SELECT k_anonymity('people_x', ['age'])").fetchall()[0][0] == 1
+
+
+def test_database_dot_table_resolves_like_duckdb(con):
+    """'other.t' names table t in the default schema of the ATTACHed database 'other' when no
+    schema 'other' exists (DuckDB's own rule). resolve_source refused it before, so k_anonymize
+    read it in the caller's query (the TEMP path, copied as text) and a full-domain run's
+    kanon_mapping failed: its source was handed to the cursor as an ambiguous 'people'."""
+    from kanon_duckdb.relation import resolve_source
+    c = con.c
+    c.execute("CREATE OR REPLACE TABLE other.main.people2 AS FROM people")
+    assert resolve_source(c, "other.people2").sql == '"other"."main"."people2"'
+    assert resolve_source(c.cursor(), "other.people2").sql == '"other"."main"."people2"'
+    assert resolve_source(c, "hr.people").sql.startswith('"memory"."hr"')  # a schema still wins
+    c.execute("CREATE OR REPLACE TABLE o_db2 AS FROM k_anonymize('other.people2', k := 4, "
+              "algo := 'optimal', qi := ['age', 'sex'])")
+    mapped = c.execute("FROM kanon_mapping('o_db2') ORDER BY ALL").fetchall()
+    assert mapped == c.execute("FROM kanon_mapping('o_db2', source := 'people') ORDER BY ALL"
+                               ).fetchall()
+    assert sorted(r[1] for r in mapped if r[0] == "age") == sorted(
+        str(v) for (v,) in c.execute("SELECT DISTINCT age FROM people").fetchall())
