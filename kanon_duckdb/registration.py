@@ -27,7 +27,7 @@ from .readonly import is_read_only
 from .runs import RUNS_DDL, ensure_runs_table
 from .taxonomy.store import TABLE as TAXONOMY_TABLE, ensure_taxonomy_table
 from .progress import ProgressFn, no_progress
-from .udf_spec import UDF, UdfContext, create
+from .udf_spec import UDF, UdfContext, create, release_closed
 
 # The UDF modules, in registration order; each must exist and define declare(ctx) -> list[UDF].
 UDF_MODULES = ("anonymize", "caller_read", "taxonomy", "query_error", "metrics", "ml_utility", "mapping", "compare")
@@ -138,6 +138,7 @@ def _register(con: duckdb.DuckDBPyConnection, progress: ProgressFn | None
     else:
         ensure_runs_table(con)
     ensure_taxonomy_table(con)  # before the macros over it are created: a wrong shape is named
+    release_closed()  # the functions of closed connections (udf_spec._Owned)
     ctx = UdfContext(con=con, progress=progress or no_progress)
     for udf in declared_udfs(ctx):
         try:

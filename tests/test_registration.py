@@ -109,12 +109,11 @@ def test_a_second_connection_to_an_open_file_is_refused_with_the_fix(tmp_path):
         con.close()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "DuckDB keeps the Python UDFs of a closed connection in the database instance that another "
-    "connection to the same file still holds; calling them is a use-after-free (segfault here, "
-    "or \"'DuckDBPyRelation' object is not callable\" for a plain UDF). Needs the UDFs owned by "
-    "the instance rather than the first connection (or removed at its close)"))
 def test_a_plain_connection_outliving_the_registered_one_does_not_crash(tmp_path):
+    """DuckDB frees a Python UDF's callable when the connection that created it closes but keeps
+    the function in the database instance another connection to the file still holds: calling
+    it there segfaulted (rc -11). Now every call (k_anonymize's, a metric's) raises the error
+    naming the fix, and the fix works (in a subprocess: the crash would take pytest with it)."""
     import subprocess
     import sys
     path = str(tmp_path / "x.duckdb")
@@ -124,10 +123,39 @@ def test_a_plain_connection_outliving_the_registered_one_does_not_crash(tmp_path
         "a.execute(\"CREATE TABLE t AS SELECT i AS id, i % 13 AS x FROM range(100) r(i)\")\n"
         f"b = duckdb.connect({path!r})\n"
         "a.close()\n"
-        "try:\n"
-        "    b.sql(\"SELECT count(*) FROM k_anonymize('t', k := 5, qi := ['x'])\").fetchall()\n"
-        "except duckdb.Error as exc:\n"
-        "    assert 'kanon' in str(exc), exc  # a clear error would do\n")
+        "from kanon_duckdb import udf_spec\n"
+        "kept = len(udf_spec._KEPT)\n"
+        "calls = (\"SELECT count(*) FROM k_anonymize('t', k := 5, qi := ['x'])\",\n"
+        "         \"SELECT k_anonymity('t', ['x'])\")\n"
+        "def refused():\n"
+        "    for sql in calls:\n"
+        "        try:\n"
+        "            b.sql(sql).fetchall()\n"
+        "        except duckdb.Error as exc:\n"
+        "            assert 'kanon-duckdb connection that registered these functions on this "
+        "database was closed' in str(exc), exc\n"
+        "            assert 'kanon_duckdb.connect(path)' in str(exc), exc\n"
+        "        else:\n"
+        "            raise AssertionError(sql)\n"
+        "refused()\n"
+        "# the second time after another registration, which released the closed one's functions\n"
+        "# (the connection registered meanwhile keeps its own working)\n"
+        "c = kanon_duckdb.connect()\n"
+        "c.execute(\"CREATE TABLE t AS SELECT i AS id, i % 13 AS x FROM range(100) r(i)\")\n"
+        "released = [o for o in udf_spec._KEPT[:kept] if o.fn is None]\n"
+        "assert len(released) == kept > 30, (len(released), kept)\n"
+        "assert c.sql(\"SELECT min(ec_size) FROM k_anonymize('t', k := 5, qi := ['x'])\""
+        ").fetchall()[0][0] >= 5\n"
+        "c.close()\n"
+        "refused()\n"
+        "b.close()\n"
+        "# the fix the message names works: the file connects and anonymizes again\n"
+        f"a = kanon_duckdb.connect({path!r})\n"
+        "assert a.sql(\"SELECT min(ec_size) FROM k_anonymize('t', k := 5, qi := ['x'])\""
+        ").fetchall()[0][0] >= 5\n"
+        "a.close()\n"
+        "print('ok')\n")
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=120, cwd=str(__import__("pathlib").Path(__file__).parents[1]))
     assert proc.returncode == 0, (proc.returncode, proc.stderr[-500:])
+    assert proc.stdout.rstrip().endswith("\nok") or proc.stdout.strip() == "ok", proc.stdout
