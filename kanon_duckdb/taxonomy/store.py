@@ -332,7 +332,7 @@ def recorded_tree_attrs(con, qi, qi_trees, source, qi_tree_hashes=None, run_id=N
     ``qi_trees`` existed, the trees resolve_tree_attr picks for its source now. QIs without a
     tree are absent. Raises TaxonomyError when a tree's rows differ from those the run
     fingerprinted (its metrics, query answers and mapping would silently change); a run recorded
-    without fingerprints is not checked."""
+    without fingerprints, or a tree since deleted, is not checked (today's fallbacks apply)."""
     qi = list(qi or [])
     if qi_trees is not None:
         trees = {c: a for c, a in zip(qi, qi_trees) if a is not None}
@@ -348,11 +348,12 @@ def _check_fingerprints(con, qi, qi_trees, qi_tree_hashes, run_id) -> None:
         return
     now = tree_fingerprints(con, recorded)
     for c, a in zip(qi, qi_trees):
-        if a is not None and a in recorded and now.get(a) != recorded[a]:
-            what = "was removed from" if a not in now else "changed in"
+        # a deleted tree is not refused here: the readers fall back as they did before
+        # fingerprints (the implicit flat tree, test_star_value)
+        if a is not None and a in recorded and a in now and now[a] != recorded[a]:
             run = f"run {run_id}" if run_id is not None else "the run"
             raise TaxonomyError(
-                f"the tree '{a}' (of QI '{c}') {what} kanon_taxonomy since {run} recorded it; "
+                f"the tree '{a}' (of QI '{c}') changed in kanon_taxonomy since {run} recorded it; "
                 f"its metrics, query answers and mapping would change: restore the tree, or "
                 f"build the revised tree under a new attr (e.g. '{a}_v2') and anonymize again")
 
