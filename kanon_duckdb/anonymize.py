@@ -28,7 +28,7 @@ from .params import coerce_params
 from .privacy import hooks as privacy_hooks
 from .privacy.spec import parse_models
 from .runs import RunRecord, record_run
-from .taxonomy.store import check_taxonomies_param
+from .taxonomy.store import check_taxonomies_param, tree_fingerprints
 from .warmup import compile_notice
 
 
@@ -75,7 +75,7 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
 
     ``taxonomies``: QI -> kanon_taxonomy attr naming the tree a QI uses (else the tree of
     '<table>.<qi>', else of '<qi>': taxonomy.store.resolve_tree_attr); recorded per QI in
-    kanon_runs.qi_trees.
+    kanon_runs.qi_trees, with each tree's fingerprint in kanon_runs.qi_tree_hashes.
     ``ranges``: numeric QI -> (min, max) of the whole table when ``table`` is one part of it
     (the Spark partitions, ``kanon_duckdb.spark``): widths, cuts and NCP use them (``with_ranges``).
     ``sensitive_reference``: (pyarrow Table of the whole table's distinct sensitive tuples, their
@@ -155,6 +155,8 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
                  if part.suppressed is not None else 0)
         ranges = [data.value_range(j) for j in range(data.dn)]
         int_ranges = [data.int_range(j) for j in range(data.dn)]
+        trees = [(data.tree_attrs or {}).get(c) for c in plan.qi]
+        fingerprints = tree_fingerprints(con, trees)
         run_id = record_run(con, RunRecord(
             source=plan.table, k=k, algo=algorithm.name, qi=plan.qi, numeric_qi=plan.numeric,
             categorical_qi=plan.categorical,
@@ -164,7 +166,8 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
             n_rows=data.n_rows, n_classes=g.n_classes, n_suppressed=n_sup, elapsed_s=elapsed,
             qi_loss=[loss[order[c]] for c in plan.qi], weights=part.info.get("weights"),
             details=part.info, num_lo=[r[0] for r in ranges], num_hi=[r[1] for r in ranges],
-            qi_trees=[(data.tree_attrs or {}).get(c) for c in plan.qi],
+            qi_trees=trees,
+            qi_tree_hashes=[fingerprints.get(a) for a in trees],
             qi_weights=objectives.per_qi(weights, plan.qi) if weights else None,
             int_lo=[r and r[0] for r in int_ranges], int_hi=[r and r[1] for r in int_ranges]))
     return AnonymizationResult(run_id, plan, data, row_key, g, part, elapsed, params, rows)

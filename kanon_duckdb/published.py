@@ -248,7 +248,8 @@ def _read_layout(con, table: str, qualified: str, cols: list, required: bool) ->
             f"orders; keep each QI's c_min/c_max in the same relative order as k_anonymize "
             f"wrote them")
     cat_qi = sorted(cat, key=lambda c: pos[c])
-    trees = recorded_tree_attrs(con, run.get("qi"), run.get("qi_trees"), run.get("source"))
+    trees = recorded_tree_attrs(con, run.get("qi"), run.get("qi_trees"), run.get("source"),
+                                run.get("qi_tree_hashes"), runs[0])
     k = run.get("k")
     w = objectives.normalized(run.get("qi_weights") or [])  # None: equal weights
     weight = {} if w is None else {c: float(x) for c, x in zip(run.get("qi") or [], w)}

@@ -32,7 +32,9 @@ class RunRecord:
     extremes exactly for an integer QI (BIGINT; NULL for a non-integer QI), which the metrics
     use instead (``kanon_duckdb.ncp``); qi_trees[i] the kanon_taxonomy attr of the tree qi[i]
     used (taxonomy.store.resolve_tree_attr), None for the implicit flat tree or no tree (the
-    SQL metrics read the trees through it). qi_weights[i] is the ``weights :=`` weight of qi[i]
+    SQL metrics read the trees through it); qi_tree_hashes[i] that tree's fingerprint
+    (taxonomy.store.tree_fingerprints), None where qi_trees[i] is: every reader of the run's
+    trees refuses a tree whose rows changed since (taxonomy.store.recorded_tree_attrs). qi_weights[i] is the ``weights :=`` weight of qi[i]
     (1 for a QI not named), NULL when none were given: gcp/total_il/gen_total_il of the run's
     table weight each QI by it (``kanon_duckdb.objectives``). ``weights`` is info2means' learned
     weights (details.weight_names order), read by info_loss.
@@ -58,6 +60,7 @@ class RunRecord:
     qi_weights: list | None = None
     int_lo: list = field(default_factory=list)
     int_hi: list = field(default_factory=list)
+    qi_tree_hashes: list = field(default_factory=list)
 
 
 _SQL_TYPES = {"source": "VARCHAR", "k": "BIGINT", "algo": "VARCHAR", "qi": "VARCHAR[]",
@@ -66,9 +69,11 @@ _SQL_TYPES = {"source": "VARCHAR", "k": "BIGINT", "algo": "VARCHAR", "qi": "VARC
               "n_suppressed": "BIGINT", "elapsed_s": "DOUBLE", "qi_loss": "DOUBLE[]",
               "weights": "DOUBLE[]", "details": "VARCHAR", "num_lo": "DOUBLE[]",
               "num_hi": "DOUBLE[]", "qi_trees": "VARCHAR[]", "qi_weights": "DOUBLE[]",
-              "int_lo": "BIGINT[]", "int_hi": "BIGINT[]"}
+              "int_lo": "BIGINT[]", "int_hi": "BIGINT[]",
+              "qi_tree_hashes": "VARCHAR[]"}
 RUNS_COLUMNS = [(f.name, _SQL_TYPES[f.name]) for f in fields(RunRecord)]
-_ADDED_LATER = ("qi_trees", "num_lo", "num_hi", "qi_weights", "int_lo", "int_hi")  # absent from kanon_runs tables made by earlier versions
+_ADDED_LATER = ("qi_trees", "num_lo", "num_hi", "qi_weights", "int_lo", "int_hi",
+                "qi_tree_hashes")  # absent from kanon_runs tables made by earlier versions
 
 RUNS_DDL = ("CREATE TABLE IF NOT EXISTS kanon_runs (\n    run_id BIGINT PRIMARY KEY,\n"
             "    created_at TIMESTAMP DEFAULT current_timestamp,\n"
@@ -148,7 +153,7 @@ def _to_sql(name, value):
         return list(value)
     if name in ("int_lo", "int_hi"):
         return [None if v is None else int(v) for v in value] if value else None
-    if name == "qi_trees":
+    if name in ("qi_trees", "qi_tree_hashes"):
         return [None if v is None else str(v) for v in value] if value else None
     if name in ("qi_loss", "num_lo", "num_hi", "weights", "qi_weights"):
         return None if value is None else [float(x) for x in value]

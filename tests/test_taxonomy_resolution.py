@@ -271,15 +271,55 @@ def test_a_tree_changed_between_statements_is_the_one_used(con):
     assert con.execute(q).fetchall() == [("*",), ("FM",)]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "kanon_runs.qi_trees records a tree's attr, not its rows: the metrics of an earlier output "
-    "read the tree's current rows, so a tree edited in place under the same attr silently "
-    "changes them (here gcp 0.5833 -> 0.6667). Needs a per-run snapshot or fingerprint of each "
-    "tree that the metric macros check; until then, edit a tree under a new attr (sex_v2)"))
-def test_metrics_of_an_earlier_output_do_not_change_when_its_tree_is_edited(con):
+def test_readers_of_an_earlier_output_refuse_its_tree_edited_in_place(con):
+    """kanon_runs.qi_tree_hashes fingerprints each tree a run used: a tree edited in place under
+    the same attr would silently change the earlier output's metrics (here gcp 0.5833 ->
+    0.6667), query answers and mapping, so every reader refuses it, naming the fix."""
     con.execute("CREATE TABLE p_out AS FROM k_anonymize('patients', k := 2, qi := ['age', 'sex'])")
+    con.execute("CREATE TABLE p_full AS FROM k_anonymize('patients', k := 2, algo := 'optimal', "
+                "qi := ['age', 'sex'])")
+    run = con.execute("SELECT max(kanon_run) FROM p_out").fetchall()[0][0]
     # classes {40 F, 41 M} -> FM (2 of 3 leaves), {42 X, 43 F} -> *: gcp 0.5833
-    before = con.execute("SELECT gcp('p_out'), total_il('p_out')").fetchall()
+    assert con.execute("SELECT gcp('p_out')").fetchall()[0][0] == pytest.approx(7 / 12)
+    mapping = con.execute("FROM kanon_mapping('p_full') ORDER BY ALL").fetchall()
     store.insert_edges(con, "patients.sex",  # same labels, FM now covers all three leaves
                        [("F", "FM"), ("M", "FM"), ("X", "FM"), ("FM", "*"), ("*", None)])
-    assert con.execute("SELECT gcp('p_out'), total_il('p_out')").fetchall() == before
+    want = (f"the tree 'patients.sex' \\(of QI 'sex'\\) changed in kanon_taxonomy since run "
+            f"{run} recorded it; its metrics, query answers and mapping would change: restore "
+            f"the tree, or build the revised tree under a new attr \\(e.g. 'patients.sex_v2'\\)")
+    for q in ("SELECT gcp('p_out')", "SELECT total_il('p_out')",
+              "FROM query_error('SELECT sex, count(*) FROM patients GROUP BY sex', 'patients', "
+              "'p_out')"):
+        with pytest.raises(duckdb.Error, match=want):
+            con.execute(q).fetchall()
+    with pytest.raises(duckdb.Error, match="changed in kanon_taxonomy since run"):
+        con.execute("FROM kanon_mapping('p_full')").fetchall()
+    # the tree restored (rows in another order: the fingerprint is over the rows as a set)
+    store.insert_edges(con, "patients.sex", list(reversed(PATIENT_TREE)))
+    assert con.execute("SELECT gcp('p_out')").fetchall()[0][0] == pytest.approx(7 / 12)
+    assert con.execute("FROM kanon_mapping('p_full') ORDER BY ALL").fetchall() == mapping
+
+
+def test_an_unchanged_tree_or_a_new_attr_keeps_an_earlier_outputs_metrics(con):
+    con.execute("CREATE TABLE p_out AS FROM k_anonymize('patients', k := 2, qi := ['age', 'sex'])")
+    q = "SELECT gcp('p_out'), total_il('p_out'), gen_total_il('p_out')"
+    before = con.execute(q).fetchall()
+    store.insert_edges(con, "patients.sex", PATIENT_TREE)  # rewritten, same rows
+    store.insert_edges(con, "patients.sex_v2",  # the revised tree under a new attr
+                       [("F", "FM"), ("M", "FM"), ("X", "FM"), ("FM", "*"), ("*", None)])
+    assert con.execute(q).fetchall() == before
+    con.execute("CREATE TABLE p_v2 AS FROM k_anonymize('patients', k := 2, qi := ['age', 'sex'], "
+                "taxonomies := {'sex': 'patients.sex_v2'})")
+    assert con.execute(q).fetchall() == before
+    hashes = con.execute("SELECT qi_trees, qi_tree_hashes FROM kanon_runs ORDER BY run_id").fetchall()
+    assert [h[0] for h in hashes] == [[None, "patients.sex"], [None, "patients.sex_v2"]]
+    assert hashes[0][1][0] is None and hashes[0][1][1] != hashes[1][1][1]
+    assert hashes[0][1][1] == store.tree_fingerprints(con, ["patients.sex"])["patients.sex"]
+
+
+def test_a_run_recorded_without_fingerprints_keeps_reading_the_current_tree(con):
+    con.execute("CREATE TABLE p_out AS FROM k_anonymize('patients', k := 2, qi := ['age', 'sex'])")
+    con.execute("UPDATE kanon_runs SET qi_tree_hashes = NULL")  # as an earlier version recorded it
+    store.insert_edges(con, "patients.sex",
+                       [("F", "FM"), ("M", "FM"), ("X", "FM"), ("FM", "*"), ("*", None)])
+    assert con.execute("SELECT gcp('p_out')").fetchall()[0][0] == pytest.approx(2 / 3)

@@ -303,25 +303,82 @@ def resolve_tree_attr(con, column: str, table=None, taxonomies=None, attrs=None)
     return _match(attrs, column)
 
 
-def recorded_tree_attrs(con, qi, qi_trees, source) -> dict:
-    """QI -> tree attr of a kanon_runs row (its ``qi``, ``qi_trees``, ``source``): the trees the
-    run used, or, for a run recorded before ``qi_trees`` existed, the trees resolve_tree_attr
-    picks for its source now. QIs without a tree are absent."""
+# One home of a tree's fingerprint: md5 over its (child, parent) rows in a canonical order (the
+# rows' order and rowids do not count; every label and edge does; labels length-prefixed, so no
+# two row sets give the same text). One query, O(rows of the trees asked for).
+_FINGERPRINT_SQL = (
+    f"SELECT attr, md5(string_agg(concat(length(child::VARCHAR), ':', child::VARCHAR, '|', "
+    f"coalesce(length(parent::VARCHAR) || ':' || parent::VARCHAR, '-')), ';' "
+    f"ORDER BY child::VARCHAR NULLS FIRST, parent::VARCHAR NULLS FIRST)) "
+    f"FROM {TABLE} WHERE attr IN (SELECT unnest(?::VARCHAR[])) GROUP BY attr")
+
+
+def tree_fingerprints(con, attrs) -> dict:
+    """{attr: fingerprint (32 hex digits)} of the kanon_taxonomy trees ``attrs`` (exact attr
+    values; an attr without rows, or no kanon_taxonomy table, is absent). A run records them
+    (kanon_runs.qi_tree_hashes); recorded_tree_attrs compares them with the current ones."""
+    attrs = sorted({a for a in attrs if a is not None})
+    if not attrs:
+        return {}
+    try:
+        return dict(con.execute(_FINGERPRINT_SQL, [attrs]).fetchall())
+    except duckdb.CatalogException:
+        return {}
+
+
+def recorded_tree_attrs(con, qi, qi_trees, source, qi_tree_hashes=None, run_id=None) -> dict:
+    """QI -> tree attr of a kanon_runs row (its ``qi``, ``qi_trees``, ``source``,
+    ``qi_tree_hashes``, ``run_id``): the trees the run used, or, for a run recorded before
+    ``qi_trees`` existed, the trees resolve_tree_attr picks for its source now. QIs without a
+    tree are absent. Raises TaxonomyError when a tree's rows differ from those the run
+    fingerprinted (its metrics, query answers and mapping would silently change); a run recorded
+    without fingerprints, or a tree since deleted, is not checked (today's fallbacks apply)."""
     qi = list(qi or [])
     if qi_trees is not None:
-        return {c: a for c, a in zip(qi, qi_trees) if a is not None}
+        trees = {c: a for c, a in zip(qi, qi_trees) if a is not None}
+        _check_fingerprints(con, qi, qi_trees, qi_tree_hashes, run_id)
+        return trees
     attrs = taxonomy_attrs(con)
     return {c: a for c in qi if (a := resolve_tree_attr(con, c, source, None, attrs)) is not None}
 
 
-def run_tree_attrs(con, run_id) -> dict | None:
-    """QI -> tree attr of run ``run_id`` of kanon_runs (None for an unknown run)."""
+def _check_fingerprints(con, qi, qi_trees, qi_tree_hashes, run_id) -> None:
+    recorded = {a: h for a, h in zip(qi_trees, qi_tree_hashes or []) if a is not None and h}
+    if not recorded:
+        return
+    now = tree_fingerprints(con, recorded)
+    for c, a in zip(qi, qi_trees):
+        # a deleted tree is not refused here: the readers fall back as they did before
+        # fingerprints (the implicit flat tree, test_star_value)
+        if a is not None and a in recorded and a in now and now[a] != recorded[a]:
+            run = f"run {run_id}" if run_id is not None else "the run"
+            raise TaxonomyError(
+                f"the tree '{a}' (of QI '{c}') changed in kanon_taxonomy since {run} recorded it; "
+                f"its metrics, query answers and mapping would change: restore the tree, or "
+                f"build the revised tree under a new attr (e.g. '{a}_v2') and anonymize again")
+
+
+def _run_row(con, run_id) -> dict | None:
+    """The kanon_runs row of ``run_id`` as {column: value} (whatever columns the table of its
+    version has), or None: no such run, or no kanon_runs table."""
     try:
-        rows = con.execute("SELECT qi, qi_trees, source FROM kanon_runs WHERE run_id = ?",
-                           [run_id]).fetchall()
-    except duckdb.Error:  # no kanon_runs (or one without qi_trees)
+        cur = con.execute("SELECT * FROM kanon_runs WHERE run_id = ?", [run_id])
+        rows = cur.fetchall()
+    except duckdb.Error:
         return None
-    return recorded_tree_attrs(con, *rows[0]) if rows else None
+    return dict(zip([d[0] for d in cur.description], rows[0])) if rows else None
+
+
+def _recorded_of_row(con, row: dict) -> dict:
+    return recorded_tree_attrs(con, row.get("qi"), row.get("qi_trees"), row.get("source"),
+                               row.get("qi_tree_hashes"), row.get("run_id"))
+
+
+def run_tree_attrs(con, run_id) -> dict | None:
+    """QI -> tree attr of run ``run_id`` of kanon_runs (None for an unknown run); raises as
+    recorded_tree_attrs does."""
+    row = _run_row(con, run_id)
+    return _recorded_of_row(con, row) if row is not None else None
 
 
 def column_tree_attr(con, table: str, column: str) -> str | None:
@@ -340,16 +397,12 @@ def column_tree_attr(con, table: str, column: str) -> str | None:
         run = None
     except InvalidParameterError:
         run = None
-    if run is not None:
-        rows = []
-        with contextlib.suppress(duckdb.Error):
-            rows = con.execute("SELECT qi, qi_trees, source FROM kanon_runs WHERE run_id = ?",
-                               [run]).fetchall()
-        if rows:
-            qi, qi_trees, source = rows[0]
-            lower = {q.lower(): q for q in (qi or [])}
-            if column.lower() in lower:
-                return recorded_tree_attrs(con, qi, qi_trees, source).get(lower[column.lower()])
+    row = _run_row(con, run) if run is not None else None
+    if row is not None:
+        source = row.get("source")
+        lower = {q.lower(): q for q in (row.get("qi") or [])}
+        if column.lower() in lower:
+            return _recorded_of_row(con, row).get(lower[column.lower()])
     return resolve_tree_attr(con, column, source)
 
 
