@@ -25,7 +25,7 @@ from .interrupt import install_sigint_handler
 from .params import render_sql
 from .readonly import is_read_only
 from .runs import RUNS_DDL, ensure_runs_table
-from .taxonomy.store import TABLE as TAXONOMY_TABLE, ensure_taxonomy_table
+from .taxonomy.store import DDL as TAXONOMY_DDL, ensure_taxonomy_table
 from .progress import ProgressFn, no_progress
 from .udf_spec import UDF, UdfContext, create, release_closed
 
@@ -86,8 +86,7 @@ def temp_stand_ins(con) -> None:
     if "kanon_runs" not in have:
         con.execute(RUNS_DDL.replace("CREATE TABLE", "CREATE TEMP TABLE", 1))
     if "kanon_taxonomy" not in have:
-        con.execute(f"CREATE TEMP TABLE IF NOT EXISTS {TAXONOMY_TABLE} "
-                    f"(attr VARCHAR, child VARCHAR, parent VARCHAR)")
+        con.execute(TAXONOMY_DDL.replace("CREATE TABLE", "CREATE TEMP TABLE", 1))
 
 
 def declared_udfs(ctx: UdfContext) -> list[UDF]:

@@ -42,6 +42,7 @@ _NUMERIC = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "
 
 
 _COLUMNS = ("attr", "child", "parent")  # all VARCHAR: labels are compared as text everywhere
+DDL = f"CREATE TABLE IF NOT EXISTS {TABLE} (attr VARCHAR, child VARCHAR, parent VARCHAR)"
 
 
 def ensure_taxonomy_table(con) -> None:
@@ -56,8 +57,7 @@ def ensure_taxonomy_table(con) -> None:
     if not have:
         if is_read_only(con):
             return
-        con.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} (attr VARCHAR, child VARCHAR, "
-                    f"parent VARCHAR)")
+        con.execute(DDL)
         return
     wrong = [f"{c} missing" if c not in have else f"{c} {have[c]}" for c in _COLUMNS
              if have.get(c) != "VARCHAR"]
@@ -154,10 +154,16 @@ def read_indexes(con, attrs) -> dict:
                            f"(SELECT unnest(?)) ORDER BY rowid", [wanted]).fetchall()
     except duckdb.CatalogException:
         return {}
+    edges = _edges_by_attr(rows)
+    return {attr: cached_index(attr, e) for attr, e in edges.items()}
+
+
+def _edges_by_attr(rows) -> dict:
+    """{attr: [(child, parent), ...] in row order} of kanon_taxonomy rows (attr, child, parent)."""
     edges: dict = {}
     for attr, child, parent in rows:
         edges.setdefault(attr, []).append((child, parent))
-    return {attr: cached_index(attr, e) for attr, e in edges.items()}
+    return edges
 
 
 _INDEXES: dict = {}  # (attr, edges as a tuple) -> TaxonomyIndex, most recent last
@@ -202,9 +208,7 @@ def resolve_trees(con, columns, table=None, taxonomies=None) -> tuple[dict, dict
                            f"(SELECT lower(unnest(?))) ORDER BY rowid", [wanted]).fetchall()
     except duckdb.CatalogException:
         rows = []
-    edges: dict = {}
-    for attr, child, parent in rows:
-        edges.setdefault(attr, []).append((child, parent))
+    edges = _edges_by_attr(rows)
     # every attr matching a candidate (an ASCII name is matched case-insensitively alike by
     # DuckDB's lower() and Python's str.lower()): resolve_tree_attr sees the same matches
     chosen = {c: resolve_tree_attr(con, c, table, taxonomies, list(edges)) for c in columns}
