@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter, defaultdict
+from fractions import Fraction
 
 
 class Tree:
@@ -340,3 +341,21 @@ def assert_losses_equal(con, tbl, gcp_value, per_qi, rel=1e-12):
         assert sql[q] == pytest.approx(v, rel=rel, abs=1e-15), q
     for q, v in zip(*run):
         assert v == pytest.approx(per_qi[q], rel=rel, abs=1e-15), q
+
+
+def exact_losses(rows, num, qi, glo, ghi):
+    """(gcp, {qi: mean NCP}) in exact arithmetic of rows (suppressed, c, then value, lo, hi of
+    each numeric QI in ``num``): a suppressed row or a NULL range costs 1, a range its width over
+    the global range ``ghi[q] - glo[q]`` (ints, Fractions or Decimals, taken exactly); the
+    categorical QI ``c`` (when in ``qi``) costs 1 when suppressed or published as '*'."""
+    loss = {q: Fraction(0) for q in qi}
+    for r in rows:
+        sup = r[0]
+        for i, q in enumerate(num):
+            lo, hi = r[3 + 3 * i], r[4 + 3 * i]
+            loss[q] += 1 if sup or lo is None else \
+                (Fraction(hi) - Fraction(lo)) / (Fraction(ghi[q]) - Fraction(glo[q]))
+        if "c" in qi:
+            loss["c"] += 1 if sup or r[1] == "*" else 0
+    mean = {q: v / len(rows) for q, v in loss.items()}
+    return float(sum(mean.values()) / len(qi)), {q: float(v) for q, v in mean.items()}

@@ -58,7 +58,6 @@ def _exact_check(con, qi):
     values = {q: {r[2 + 3 * i] for r in rows} - {None} for i, q in enumerate(num)}
     glo = {q: Fraction(min(v)) for q, v in values.items()}
     ghi = {q: Fraction(max(v)) for q, v in values.items()}
-    loss = {q: Fraction(0) for q in qi}
     for r in rows:
         sup = r[0]
         for i, q in enumerate(num):
@@ -70,11 +69,7 @@ def _exact_check(con, qi):
                     assert isinstance(lo, Decimal) and isinstance(hi, Decimal), (q, lo, hi)
                     assert lo in values[q] and hi in values[q], (q, lo, hi)  # data values
                     assert lo <= v <= hi, (q, v, lo, hi)  # truthful, exactly
-            loss[q] += 1 if sup or lo is None else (Fraction(hi) - Fraction(lo)) / (ghi[q] - glo[q])
-        if "c" in qi:
-            loss["c"] += 1 if sup or r[1] == "*" else 0
-    mean = {q: v / len(rows) for q, v in loss.items()}
-    return float(sum(mean.values()) / len(qi)), {q: float(v) for q, v in mean.items()}
+    return naive_metrics.exact_losses(rows, num, qi, glo, ghi)
 
 
 @pytest.mark.parametrize("algo", sorted(registry()))
