@@ -156,7 +156,7 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
         ranges = [data.value_range(j) for j in range(data.dn)]
         int_ranges = [data.int_range(j) for j in range(data.dn)]
         trees = [(data.tree_attrs or {}).get(c) for c in plan.qi]
-        fingerprints = tree_fingerprints(con, trees)
+        fingerprints = tree_fingerprints(con, trees, data.tree_rows())
         run_id = record_run(con, RunRecord(
             source=plan.table, k=k, algo=algorithm.name, qi=plan.qi, numeric_qi=plan.numeric,
             categorical_qi=plan.categorical,

@@ -53,6 +53,14 @@ class QIData:
     num_codec: list = field(default_factory=list)  # per numeric QI: None (plain) or NumericCodec
     counts: np.ndarray | None = None  # int64 (n,): rows per encoded (distinct) tuple
 
+    def tree_rows(self) -> dict:
+        """{kanon_taxonomy attr: the rows its tree was built from (``TaxonomyIndex.rows``, None
+        where not known)} of every tree a QI used (``tree_attrs``): what the run's tree
+        fingerprints are looked up by (``taxonomy.store.tree_fingerprints``)."""
+        used = {**dict(zip(self.cat_names, self.trees)),
+                **dict(zip(self.num_names, self.num_trees or []))}
+        return {a: getattr(used.get(c), "rows", None) for c, a in self.tree_attrs.items()}
+
     @property
     def n_rows(self) -> int:
         """Rows of the source: ``n``, or the sum of ``counts`` for a histogram."""

@@ -323,3 +323,47 @@ def test_a_run_recorded_without_fingerprints_keeps_reading_the_current_tree(con)
     store.insert_edges(con, "patients.sex",
                        [("F", "FM"), ("M", "FM"), ("X", "FM"), ("FM", "*"), ("*", None)])
     assert con.execute("SELECT gcp('p_out')").fetchall()[0][0] == pytest.approx(2 / 3)
+
+
+class _NoQueries:
+    """A connection stand-in that fails any statement: what a call made through it did not run."""
+
+    def execute(self, *args, **kwargs):
+        raise AssertionError(f"unexpected statement {args[0]!r}")
+
+
+def test_a_runs_tree_fingerprints_are_of_the_rows_it_read_and_cost_no_query_when_seen(con):
+    """A run records the fingerprint of each tree's rows as its encoding read them
+    (TaxonomyIndex.rows, kept by with_null_leaf): looked up in a per-process memo filled by the
+    fingerprint query together with the rows it hashed, so an unchanged tree costs no query and
+    an edited one (other rows, or the same rows in another order) is fingerprinted anew."""
+    con.execute("INSERT INTO patients VALUES (44, NULL), (45, 'M')")  # the NULL leaf: a copy
+    q = "CREATE OR REPLACE TABLE p_out AS FROM k_anonymize('patients', k := 2, qi := ['age', 'sex'])"
+    last = "SELECT qi_tree_hashes[2] FROM kanon_runs ORDER BY run_id DESC LIMIT 1"
+    con.execute(q)
+    first = con.execute(last).fetchall()[0][0]
+    assert first == store.tree_fingerprints(con, ["patients.sex"])["patients.sex"]
+    rows = tuple(PATIENT_TREE)
+    # the rows read are the memo's key: no statement for them, whatever connection
+    assert store.tree_fingerprints(_NoQueries(), ["patients.sex"], {"patients.sex": rows}) == \
+        {"patients.sex": first}
+    index = store.read_indexes(con, ["patients.sex"])["patients.sex"]
+    assert index.rows == rows and index.with_null_leaf().rows == rows
+    con.execute(q)
+    assert con.execute(last).fetchall()[0][0] == first
+    edited = [("F", "FM"), ("M", "FM"), ("X", "FM"), ("FM", "*"), ("*", None)]
+    store.insert_edges(con, "patients.sex", edited)
+    con.execute(q)
+    second = con.execute(last).fetchall()[0][0]
+    assert second != first
+    assert second == store.tree_fingerprints(con, ["patients.sex"])["patients.sex"]
+    # the first tree again, its rows in another order: not the memo's key, the same fingerprint
+    store.insert_edges(con, "patients.sex", list(reversed(PATIENT_TREE)))
+    with pytest.raises(AssertionError, match="unexpected statement"):
+        store.tree_fingerprints(_NoQueries(), ["patients.sex"],
+                                {"patients.sex": tuple(reversed(PATIENT_TREE))})
+    con.execute(q)
+    assert con.execute(last).fetchall()[0][0] == first
+    # rows a run read that the table no longer holds: the fingerprint of the rows there now
+    assert store.tree_fingerprints(con, ["patients.sex"], {"patients.sex": (("F", "*"),)}) == \
+        {"patients.sex": first}

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import os
 import uuid
+import dataclasses
 
 import duckdb
 import pyarrow as pa
@@ -178,7 +179,7 @@ def cached_index(attr: str, edges: list) -> TaxonomyIndex:
     key = (attr, tuple(edges))
     index = _INDEXES.pop(key, None)
     if index is None:
-        index = build_index(attr, edges)
+        index = dataclasses.replace(build_index(attr, edges), rows=key[1])
         while len(_INDEXES) >= _INDEXES_KEPT:
             _INDEXES.pop(next(iter(_INDEXES)))
     _INDEXES[key] = index
@@ -310,24 +311,47 @@ def resolve_tree_attr(con, column: str, table=None, taxonomies=None, attrs=None)
 # One home of a tree's fingerprint: md5 over its (child, parent) rows in a canonical order (the
 # rows' order and rowids do not count; every label and edge does; labels length-prefixed, so no
 # two row sets give the same text). One query, O(rows of the trees asked for).
-_FINGERPRINT_SQL = (
-    f"SELECT attr, md5(string_agg(concat(length(child::VARCHAR), ':', child::VARCHAR, '|', "
-    f"coalesce(length(parent::VARCHAR) || ':' || parent::VARCHAR, '-')), ';' "
-    f"ORDER BY child::VARCHAR NULLS FIRST, parent::VARCHAR NULLS FIRST)) "
-    f"FROM {TABLE} WHERE attr IN (SELECT unnest(?::VARCHAR[])) GROUP BY attr")
+_FINGERPRINT = (
+    "md5(string_agg(concat(length(child::VARCHAR), ':', child::VARCHAR, '|', "
+    "coalesce(length(parent::VARCHAR) || ':' || parent::VARCHAR, '-')), ';' "
+    "ORDER BY child::VARCHAR NULLS FIRST, parent::VARCHAR NULLS FIRST))")
+_FINGERPRINT_SQL = (f"SELECT attr, {_FINGERPRINT} FROM {TABLE} "
+                    f"WHERE attr IN (SELECT unnest(?::VARCHAR[])) GROUP BY attr")
+# the same with the rows it was computed from, in the order a tree is read (``read_indexes``)
+_FINGERPRINT_ROWS_SQL = (f"SELECT attr, {_FINGERPRINT}, list(child ORDER BY rowid), "
+                         f"list(parent ORDER BY rowid) FROM {TABLE} "
+                         f"WHERE attr IN (SELECT unnest(?::VARCHAR[])) GROUP BY attr")
+_FINGERPRINTS: dict = {}  # (attr, rows as TaxonomyIndex.rows) -> fingerprint, most recent last
 
 
-def tree_fingerprints(con, attrs) -> dict:
+def tree_fingerprints(con, attrs, read=None) -> dict:
     """{attr: fingerprint (32 hex digits)} of the kanon_taxonomy trees ``attrs`` (exact attr
     values; an attr without rows, or no kanon_taxonomy table, is absent). A run records them
-    (kanon_runs.qi_tree_hashes); recorded_tree_attrs compares them with the current ones."""
+    (kanon_runs.qi_tree_hashes); recorded_tree_attrs compares them with the current ones.
+    ``read``: {attr: the rows a run read for it (``TaxonomyIndex.rows``)}: a tree whose rows were
+    fingerprinted before in this process (the same rows, kept with their fingerprint, at most
+    ``_INDEXES_KEPT`` trees) costs no query; the others are fingerprinted in one query that also
+    returns the rows it read, kept for the next run (a tree changed since the run read it gets
+    the fingerprint of its rows now, as without ``read``)."""
     attrs = sorted({a for a in attrs if a is not None})
-    if not attrs:
-        return {}
+    read = read or {}
+    found = {a: _FINGERPRINTS.get((a, read[a])) for a in attrs if read.get(a) is not None}
+    found = {a: h for a, h in found.items() if h is not None}
+    missing = [a for a in attrs if a not in found]
+    if not missing:
+        return found
     try:
-        return dict(con.execute(_FINGERPRINT_SQL, [attrs]).fetchall())
+        rows = con.execute(_FINGERPRINT_ROWS_SQL if read else _FINGERPRINT_SQL,
+                           [missing]).fetchall()
     except duckdb.CatalogException:
-        return {}
+        return found
+    for attr, fingerprint, *edges in rows:
+        found[attr] = fingerprint
+        if edges:
+            while len(_FINGERPRINTS) >= _INDEXES_KEPT:
+                _FINGERPRINTS.pop(next(iter(_FINGERPRINTS)))
+            _FINGERPRINTS[(attr, tuple(zip(*edges)))] = fingerprint
+    return found
 
 
 def recorded_tree_attrs(con, qi, qi_trees, source, qi_tree_hashes=None, run_id=None) -> dict:

@@ -23,7 +23,7 @@ NULLs (``with_null_leaf``); it is not part of the SQL table and not counted by t
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -47,6 +47,10 @@ class TaxonomyIndex:
     leaf_of_label: dict = field(repr=False)  # leaf label -> leaf ordinal
     node_of_label: dict = field(repr=False)  # any label -> node id
     has_null_leaf: bool = False
+    # the kanon_taxonomy rows ((child, parent), in the order read) it was built from, when read
+    # from the table (store.cached_index; with_null_leaf keeps them): what a run's tree
+    # fingerprint is looked up by (store.tree_fingerprints)
+    rows: tuple | None = field(default=None, repr=False, compare=False)
 
     @property
     def height(self) -> int:
@@ -96,7 +100,8 @@ class TaxonomyIndex:
             return self
         edges = [(self.labels[0], None)]  # keeps a root-only tree (an all-NULL column) non-empty
         edges += [(self.labels[u], self.labels[self.parent[u]]) for u in range(1, self.n_nodes)]
-        return build_index(self.attr, edges, root=self.labels[0], _null_leaf=True)
+        return replace(build_index(self.attr, edges, root=self.labels[0], _null_leaf=True),
+                       rows=self.rows)
 
 
 def __getattr__(name):
