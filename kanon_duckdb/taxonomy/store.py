@@ -23,9 +23,10 @@ name) and return the number of edges inserted.
 from __future__ import annotations
 
 import contextlib
-import os
-import uuid
 import dataclasses
+import os
+import threading
+import uuid
 
 import duckdb
 import pyarrow as pa
@@ -322,6 +323,7 @@ _FINGERPRINT_ROWS_SQL = (f"SELECT attr, {_FINGERPRINT}, list(child ORDER BY rowi
                          f"list(parent ORDER BY rowid) FROM {TABLE} "
                          f"WHERE attr IN (SELECT unnest(?::VARCHAR[])) GROUP BY attr")
 _FINGERPRINTS: dict = {}  # (attr, rows as TaxonomyIndex.rows) -> fingerprint, most recent last
+_FINGERPRINTS_LOCK = threading.Lock()
 
 
 def tree_fingerprints(con, attrs, read=None) -> dict:
@@ -348,9 +350,11 @@ def tree_fingerprints(con, attrs, read=None) -> dict:
     for attr, fingerprint, *edges in rows:
         found[attr] = fingerprint
         if edges:
-            while len(_FINGERPRINTS) >= _INDEXES_KEPT:
-                _FINGERPRINTS.pop(next(iter(_FINGERPRINTS)))
-            _FINGERPRINTS[(attr, tuple(zip(*edges)))] = fingerprint
+            key = (attr, tuple(zip(*edges)))
+            with _FINGERPRINTS_LOCK:  # runs of parallel statements record concurrently
+                while len(_FINGERPRINTS) >= _INDEXES_KEPT:
+                    _FINGERPRINTS.pop(next(iter(_FINGERPRINTS)))
+                _FINGERPRINTS[key] = fingerprint
     return found
 
 
