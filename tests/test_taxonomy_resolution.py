@@ -367,3 +367,30 @@ def test_a_runs_tree_fingerprints_are_of_the_rows_it_read_and_cost_no_query_when
     # rows a run read that the table no longer holds: the fingerprint of the rows there now
     assert store.tree_fingerprints(con, ["patients.sex"], {"patients.sex": (("F", "*"),)}) == \
         {"patients.sex": first}
+
+
+def test_the_tree_caches_stay_bounded_and_right_under_parallel_runs():
+    """store.cached_index and the fingerprint memo are shared by runs of parallel statements:
+    many threads adding more trees than are kept get each its own tree's index, and the caches
+    never hold more than _INDEXES_KEPT entries."""
+    errors, wrong = [], []
+
+    def work(t):
+        try:
+            for i in range(200):
+                edges = [(f"v{t}_{i}", "*"), ("*", None)]
+                index = store.cached_index(f"a{t}_{i}", edges)
+                if index.leaf_labels() != [f"v{t}_{i}"] or index.rows != tuple(edges):
+                    wrong.append((t, i))
+                store._keep(store._FINGERPRINTS, (f"a{t}_{i}", tuple(edges)), str(i))
+        except Exception as exc:  # noqa: BLE001 - any error of a thread fails the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == [] and wrong == []
+    assert len(store._INDEXES) <= store._INDEXES_KEPT
+    assert len(store._FINGERPRINTS) <= store._INDEXES_KEPT

@@ -170,6 +170,17 @@ def _edges_by_attr(rows) -> dict:
 
 _INDEXES: dict = {}  # (attr, edges as a tuple) -> TaxonomyIndex, most recent last
 _INDEXES_KEPT = 64
+_CACHES_LOCK = threading.Lock()  # runs of parallel statements use this module's caches at once
+
+
+def _keep(cache: dict, key, value) -> None:
+    """``cache[key] = value`` as its most recent entry, the oldest dropped beyond
+    ``_INDEXES_KEPT`` (the index cache and the fingerprint memo)."""
+    with _CACHES_LOCK:
+        cache.pop(key, None)
+        while len(cache) >= _INDEXES_KEPT:
+            cache.pop(next(iter(cache)))
+        cache[key] = value
 
 
 def cached_index(attr: str, edges: list) -> TaxonomyIndex:
@@ -178,12 +189,10 @@ def cached_index(attr: str, edges: list) -> TaxonomyIndex:
     changed tree is a new key, so nothing stale is ever returned. The indexes are shared, hence
     never modified (``with_null_leaf`` makes a copy). At most ``_INDEXES_KEPT`` trees kept."""
     key = (attr, tuple(edges))
-    index = _INDEXES.pop(key, None)
+    index = _INDEXES.get(key)
     if index is None:
         index = dataclasses.replace(build_index(attr, edges), rows=key[1])
-        while len(_INDEXES) >= _INDEXES_KEPT:
-            _INDEXES.pop(next(iter(_INDEXES)))
-    _INDEXES[key] = index
+    _keep(_INDEXES, key, index)
     return index
 
 
@@ -323,7 +332,6 @@ _FINGERPRINT_ROWS_SQL = (f"SELECT attr, {_FINGERPRINT}, list(child ORDER BY rowi
                          f"list(parent ORDER BY rowid) FROM {TABLE} "
                          f"WHERE attr IN (SELECT unnest(?::VARCHAR[])) GROUP BY attr")
 _FINGERPRINTS: dict = {}  # (attr, rows as TaxonomyIndex.rows) -> fingerprint, most recent last
-_FINGERPRINTS_LOCK = threading.Lock()
 
 
 def tree_fingerprints(con, attrs, read=None) -> dict:
@@ -350,11 +358,7 @@ def tree_fingerprints(con, attrs, read=None) -> dict:
     for attr, fingerprint, *edges in rows:
         found[attr] = fingerprint
         if edges:
-            key = (attr, tuple(zip(*edges)))
-            with _FINGERPRINTS_LOCK:  # runs of parallel statements record concurrently
-                while len(_FINGERPRINTS) >= _INDEXES_KEPT:
-                    _FINGERPRINTS.pop(next(iter(_FINGERPRINTS)))
-                _FINGERPRINTS[key] = fingerprint
+            _keep(_FINGERPRINTS, (attr, tuple(zip(*edges))), fingerprint)
     return found
 
 
