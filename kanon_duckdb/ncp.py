@@ -41,9 +41,11 @@ def null_sentinel(lo: float) -> float:
 
 def sentinel_ok(lo: float, hi: float) -> bool:
     """True when a float64 column with finite extremes lo..hi can be carried as its own values:
-    the NULL sentinel lies strictly below lo and the range does not overflow."""
+    the NULL sentinel lies strictly below lo, the range does not overflow, and neither does its
+    reciprocal (the kernels scale widths by 1 / range: a subnormal range such as 0..1e-310
+    gives inf, then NaN costs)."""
     return bool(np.isfinite(lo) and np.isfinite(hi) and null_sentinel(lo) < lo
-                and np.isfinite(hi - lo))
+                and np.isfinite(hi - lo) and (hi == lo or np.isfinite(1.0 / (hi - lo))))
 
 
 def range_or_one(lo, hi):
