@@ -57,3 +57,38 @@ def test_subnormal_range(con, algo):
     _anonymize(con, "den", ["x", "z"], 4, algo)
     _check_numeric(con, "den", "x", 4)
     _check_numeric(con, "den", "z", 4)
+
+
+@pytest.fixture(scope="module")
+def flag_con():
+    c = kanon_duckdb.connect()
+    # a flag column: one value or NULL (6 NULLs, so k = 8 mixes them with 'Y' rows)
+    c.execute("CREATE TABLE flag AS SELECT i AS rid, CASE WHEN i % 10 = 0 THEN NULL ELSE 'Y' END "
+              "AS f, (i % 4)::VARCHAR AS g, ['a', 'b'][1 + i % 2] AS s FROM range(57) r(i)")
+    c.execute("CREATE TABLE flag2 AS SELECT rid, f AS f2, g, s FROM flag")
+    c.execute("INSERT INTO kanon_taxonomy VALUES ('f2', 'ANY', NULL), ('f2', 'Y', 'ANY')")
+    yield c
+    c.close()
+
+
+@pytest.mark.parametrize("algo", ["mondrian", "kmember", "bottomup", "optimal", "datafly"])
+@pytest.mark.parametrize("col,root", [("f", "*"), ("f2", "ANY")])
+def test_single_value_and_null_root_costs_one(flag_con, algo, col, root):
+    """A categorical QI holding one value and NULLs (flat tree, or a tree of one leaf): a row
+    publishing the root hides whether it was 'Y' or NULL, two leaves under the NULL policy, so
+    its NCP is 1 (and 0 for 'Y' or NULL). Before, kanon_runs.qi_loss counted the root 0 (the NULL
+    leaf left out: one leaf) while gcp() counted the flat tree's '*' 1 and the one-leaf tree's
+    root 0: three answers for one definition."""
+    con = flag_con
+    con.execute(f"CREATE OR REPLACE TABLE out AS FROM k_anonymize('{'flag' if col == 'f' else 'flag2'}', "
+                f"k := 8, algo := '{algo}', qi := ['{col}', 'g'])")
+    rows = con.execute(f"SELECT {col}, g FROM out").fetchall()
+    n = len(rows)
+    assert any(r[0] == root for r in rows)
+    expected = sum(1.0 for r in rows if r[0] == root) / n
+    qi_loss, = con.execute("SELECT qi_loss FROM kanon_runs ORDER BY run_id DESC LIMIT 1").fetchall()[0]
+    assert qi_loss[0] == pytest.approx(expected, abs=1e-12)
+    sql_loss = dict(con.execute("SELECT qi, ncp FROM kanon_qi_loss('out')").fetchall())
+    assert sql_loss[col] == pytest.approx(expected, abs=1e-12)
+    g_expected = expected / 2 + qi_loss[1] / 2
+    assert con.execute("SELECT gcp('out')").fetchall()[0][0] == pytest.approx(g_expected, abs=1e-12)
