@@ -92,3 +92,23 @@ def test_single_value_and_null_root_costs_one(flag_con, algo, col, root):
     assert sql_loss[col] == pytest.approx(expected, abs=1e-12)
     g_expected = expected / 2 + qi_loss[1] / 2
     assert con.execute("SELECT gcp('out')").fetchall()[0][0] == pytest.approx(g_expected, abs=1e-12)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "DECIMAL of 16+ digits is published as DOUBLE rounded to nearest (README: 'possibly "
+    "rounded'): under DuckDB's own comparison (DECIMAL cast to DOUBLE) every raw value is inside "
+    "its range, but compared exactly a class's extreme can lie outside it by half an ulp; an "
+    "outward rounding (or exact wide bounds) belongs to the encoding / output_sql owners"))
+def test_wide_decimal_bounds_contain_raw_values_exactly():
+    from decimal import Decimal
+    con = kanon_duckdb.connect()
+    con.execute("CREATE TABLE d AS SELECT i AS rid, "
+                "(12345678901234.5678 - (i * 37 % 101) * 0.0001)::DECIMAL(18,4) AS x "
+                "FROM range(200) r(i)")
+    con.execute("CREATE TABLE out AS FROM k_anonymize('d', k := 4, qi := ['x'])")
+    rows = con.execute("SELECT d.x, o.x_min, o.x_max FROM d JOIN out o USING (rid)").fetchall()
+    con.close()
+    # DuckDB's comparison (the DECIMAL cast to DOUBLE) holds today ...
+    assert all(float(v) >= lo and float(v) <= hi for v, lo, hi in rows)
+    # ... the exact one does not
+    assert all(Decimal(lo) <= v <= Decimal(hi) for v, lo, hi in rows)
