@@ -112,3 +112,35 @@ def test_wide_decimal_bounds_contain_raw_values_exactly():
     assert all(float(v) >= lo and float(v) <= hi for v, lo, hi in rows)
     # ... the exact one does not
     assert all(Decimal(lo) <= v <= Decimal(hi) for v, lo, hi in rows)
+
+
+@pytest.mark.parametrize("algo", ["datafly", "optimal"])
+def test_query_error_when_every_range_is_null_and_raw_holds_infinities(algo):
+    """Every published range NULL (the lattice's top level) and the raw column holding +-inf and
+    NaN: query_error took the global range from the raw min/max (-inf / NaN) and failed with
+    "OverflowError: cannot convert Infinity to integer ratio". The range is now the finite one
+    (-1e308..1e308, also the run's record), so each row counts half for x > 0."""
+    con = kanon_duckdb.connect()
+    con.execute("CREATE TABLE f AS SELECT i AS rid, ['inf', '-inf', '1e308', '-1e308', '0.0', 'nan', "
+                "'0.5', '5e-324', '0.1'][1 + i % 9]::DOUBLE AS x, i % 3 AS y FROM range(42) r(i)")
+    con.execute(f"CREATE TABLE o AS FROM k_anonymize('f', k := 12, algo := '{algo}', qi := ['x', 'y'])")
+    assert con.execute("SELECT count(*) FROM o WHERE x_min IS NOT NULL").fetchall()[0][0] == 0
+    (raw, est), = con.execute("SELECT raw_value, anon_estimate FROM query_error("
+                              "'SELECT count(*) FROM f WHERE x > 0.0', 'f', 'o')").fetchall()
+    con.close()
+    assert raw == sum(1 for i in range(42) if i % 9 in (0, 2, 5, 6, 7, 8))  # inf, 1e308, NaN (DuckDB: NaN > 0), 0.5, 5e-324, 0.1
+    assert est == pytest.approx(42 * 0.5)
+
+
+def test_query_error_on_a_class_wider_than_the_largest_double():
+    """One class [-1e308, 1e308]: its width overflows a double, so the share of x > 0.25 read
+    inf in the divisor and the estimate 0 (raw 21); it is now taken on halves: 42 / 2."""
+    con = kanon_duckdb.connect()
+    con.execute("CREATE TABLE f2 AS SELECT i AS rid, ['1e308', '-1e308', '0.0', '0.5'][1 + i % 4]::DOUBLE "
+                "AS x FROM range(42) r(i)")
+    con.execute("CREATE TABLE o2 AS FROM k_anonymize('f2', k := 42, qi := ['x'])")
+    assert con.execute("SELECT DISTINCT x_min, x_max FROM o2").fetchall() == [(-1e308, 1e308)]
+    (raw, est), = con.execute("SELECT raw_value, anon_estimate FROM query_error("
+                              "'SELECT count(*) FROM f2 WHERE x > 0.25', 'f2', 'o2')").fetchall()
+    con.close()
+    assert raw == 21 and est == pytest.approx(21.0)
