@@ -161,3 +161,22 @@ def test_interval_qi_read_by_row_key():
     rows = con.execute("SELECT f.iv, o.iv, o.ec_size FROM f JOIN o USING (rid)").fetchall()
     con.close()
     assert len(rows) == 150 and all(size >= 2 for _, _, size in rows)
+
+
+@pytest.mark.parametrize("typ", ["BIGINT", "UBIGINT"])
+def test_query_error_on_integers_spanning_the_bigint_range(typ):
+    """A BIGINT (or UBIGINT) QI whose values reach +-2^63: the rewritten query took
+    x_max - x_min + 1 in BIGINT and DuckDB stopped with "Overflow in subtraction of INT64";
+    the bounds are now widened to HUGEINT first. One class [lo, hi] of 40 rows: the estimate of
+    x > 10 is 40 * (hi - 10) / (hi - lo + 1)."""
+    lo, hi = (-(2 ** 63) + 1, 2 ** 63 - 1) if typ == "BIGINT" else (0, 2 ** 63 - 1)
+    con = kanon_duckdb.connect()
+    con.execute(f"CREATE TABLE w AS SELECT i AS rid, CASE i % 4 WHEN 0 THEN {lo} WHEN 1 THEN {hi} "
+                f"ELSE i END::{typ} AS x FROM range(40) r(i)")
+    con.execute("CREATE TABLE o AS FROM k_anonymize('w', k := 40, qi := ['x'])")
+    assert con.execute("SELECT DISTINCT x_min, x_max FROM o").fetchall() == [(lo, hi)]
+    (raw, est), = con.execute("SELECT raw_value, anon_estimate FROM query_error("
+                              "'SELECT count(*) FROM w WHERE x > 10', 'w', 'o')").fetchall()
+    con.close()
+    assert raw == 10 + sum(1 for i in range(40) if i % 4 > 1 and i > 10)
+    assert est == pytest.approx(40 * (hi - 10) / (hi - lo + 1), rel=1e-12)
