@@ -140,7 +140,7 @@ def caller_sql(name: str, args: dict) -> str:
                      f" AS {quote_ident('__kanon_s_' + q)}")
     # the run's row key (encoding.row_key_sql of encoding.with_key_columns): QIs, then sensitive
     key_cols = qi + [c for c in args.get("sensitive") or [] if c.lower() not in lows]
-    key = "hash(" + ", ".join(quote_ident(q) for q in key_cols) + ")"
+    key = "hash(" + ", ".join(f"__kanon_key({quote_ident(q)})" for q in key_cols) + ")"
     changed = _string("k_anonymize: the relation changed during the call (rows were deleted); "
                       "run it again")
     # a QI that is not a column: DuckDB's "Referenced column ... not found" (with candidates),

@@ -146,8 +146,18 @@ def row_key_sql(plan: QIPlan) -> str:
     ``plan.key_columns`` (the sensitive columns, ``with_key_columns``). Rows with equal QI tuples
     are interchangeable for the guarantee and for truthfulness, and with equal sensitive values
     also for the privacy models, so the second read of the relation gives each row a class by
-    (key, ordinal among equal keys): no rowid needed, whatever order that read returns."""
-    return "hash(" + ", ".join(quote_ident(c) for c in plan.qi + list(plan.key_columns)) + ")"
+    (key, ordinal among equal keys): no rowid needed, whatever order that read returns.
+    An INTERVAL is hashed as its text: DuckDB's hash of INTERVAL collides on ordinary values
+    (0 and 31 days, 1 and 30 days); the caller-read statement does the same through the macro
+    ``__kanon_key`` (sql/caller_read.sql)."""
+    return "hash(" + ", ".join(_key_term(plan, c) for c in plan.qi + list(plan.key_columns)) + ")"
+
+
+def _key_term(plan: QIPlan, col: str) -> str:
+    """One column of ``row_key_sql``: the column, or its text for an INTERVAL."""
+    if str(plan.types.get(col, "")).strip().upper() == "INTERVAL":
+        return f"CAST({quote_ident(col)} AS VARCHAR)"
+    return quote_ident(col)
 
 
 def with_key_columns(plan: QIPlan, sensitive: list) -> QIPlan:

@@ -41,9 +41,11 @@ def null_sentinel(lo: float) -> float:
 
 def sentinel_ok(lo: float, hi: float) -> bool:
     """True when a float64 column with finite extremes lo..hi can be carried as its own values:
-    the NULL sentinel lies strictly below lo and the range does not overflow."""
+    the NULL sentinel lies strictly below lo, the range does not overflow, and neither does its
+    reciprocal (the kernels scale widths by 1 / range: a subnormal range such as 0..1e-310
+    gives inf, then NaN costs)."""
     return bool(np.isfinite(lo) and np.isfinite(hi) and null_sentinel(lo) < lo
-                and np.isfinite(hi - lo))
+                and np.isfinite(hi - lo) and (hi == lo or np.isfinite(1.0 / (hi - lo))))
 
 
 def range_or_one(lo, hi):
@@ -97,12 +99,17 @@ def integer_ncp(c_lo, c_hi, null, g_lo: int, g_hi: int) -> np.ndarray:
 
 
 def node_ncp(n_leaves) -> np.ndarray:
-    """Categorical NCP of every node of a tree from its leaf counts (node 0 = root). A tree
-    without a counted leaf (a column holding only NULLs: the NULL leaf is not counted) costs 0."""
+    """Categorical NCP of every node of a tree from its leaf counts (node 0 = root). The root
+    counts 1 in any tree with a counted leaf (as gcp() counts it: the implicit flat tree's '*'
+    and the root of a tree of one leaf alike, so a recorded or level-table loss of a root does
+    not read 0); a tree without a counted leaf costs 0."""
     nl = np.asarray(n_leaves, dtype=np.float64)
     if nl.size == 0:
         return nl
-    return np.where(nl <= 1, 0.0, nl / max(nl[0], 1.0))
+    out = np.where(nl <= 1, 0.0, nl / max(nl[0], 1.0))
+    if nl[0] >= 1:  # a tree without a counted leaf keeps 0
+        out[0] = 1.0
+    return out
 
 
 def cat_ncp_value(n_leaves_node, n_leaves_root):

@@ -85,11 +85,15 @@ def wide_bound_type(sql_type: str, lo, hi) -> str | None:
     query rewriter), or None when none is needed: DOUBLE for FLOAT (float32 arithmetic would
     round), BIGINT for unsigned integers (a span of disjoint ranges goes negative) and for a
     narrower signed integer whose values reach a quarter of its range (a sum of two could
-    overflow); None for BIGINT, HUGEINT, DOUBLE, DECIMAL (DuckDB widens its sums and
-    differences, and divides it as DOUBLE) and narrow columns of small values."""
+    overflow); HUGEINT for BIGINT and UBIGINT whose values reach a quarter of 2^63 (a span
+    such as 2^63 - 1 - (-2^63 + 1) overflows BIGINT: DuckDB does not widen BIGINT
+    arithmetic); None for HUGEINT, DOUBLE, DECIMAL (DuckDB widens its sums and differences,
+    and divides it as DOUBLE) and narrow columns of small values."""
     base = sql_type.split("(")[0].strip().upper()
     if base in ("FLOAT", "REAL", "FLOAT4"):
         return "DOUBLE"
+    if base in ("BIGINT", "INT8", "LONG", "UBIGINT") and 4 * max(abs(lo), abs(hi)) >= 2 ** 63:
+        return "HUGEINT"
     if base in ("UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT"):
         return "BIGINT"
     bits = _SIGNED_BITS.get(base)

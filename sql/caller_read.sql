@@ -21,6 +21,10 @@ CREATE OR REPLACE MACRO __kanon_bound(v, i, f) AS f,
 -- COLUMNS(...) AS '\0').
 CREATE OR REPLACE MACRO __kanon_label(v, label) AS label;
 
+-- A column of the row key: v, or its text for an INTERVAL, whose DuckDB hash collides on
+-- ordinary values (0 and 31 days); encoding.row_key_sql's rule, picked here by the type.
+CREATE OR REPLACE MACRO __kanon_key(v) AS v, (v INTERVAL) AS CAST(v AS VARCHAR);
+
 -- The cell of a QI: __kanon_cell(v, lo, hi, label) is STRUCT(lo, hi) when v is a number, else
 -- STRUCT(label); the fields are named after the columns passed (c_min, c_max / c). BIGNUM,
 -- which DuckDB would cast to DOUBLE, is categorical, as in encoding.plan_qis.

@@ -20,7 +20,8 @@
 --               the SQL text of kanon_duckdb/ncp.py (tests/test_ncp_definition.py holds them
 --               equal).
 --   categorical 0 if the label's node covers one leaf, else leaves(node) / leaves(root), leaves
---               counted in the TREE of kanon_taxonomy (leaves absent from the data count). A NULL
+--               counted in the TREE of kanon_taxonomy (leaves absent from the data count); the
+--               root counts 1 also in a tree of one leaf (beside NULL it hides which). A NULL
 --               label (the NULL policy's own leaf) counts 0. A QI without a tree in kanon_taxonomy
 --               has the implicit flat tree value -> '*': '*' counts 1, any other label 0.
 --   suppressed rows count 1 on every QI, whatever they publish.
@@ -121,7 +122,8 @@ tree AS (
     JOIN kanon_taxonomy_nodes(attrs := __kanon_meta(tbl).cat_trees) n ON n.attr = q.tree
 )
 SELECT t.qi, t.node AS label, true AS has_tree,
-       CASE WHEN t.n_leaves <= 1 THEN 0.0 ELSE t.n_leaves / t.root_leaves END AS ncp,
+       CASE WHEN t.depth = 0 THEN 1.0 WHEN t.n_leaves <= 1 THEN 0.0
+            ELSE t.n_leaves / t.root_leaves END AS ncp,
        CASE WHEN t.height = 0 THEN 0.0 ELSE t.sub_height / t.height END AS height_ratio,
        CASE WHEN t.root_leaves <= 1 THEN 0.0 ELSE ln(t.n_leaves) / ln(t.root_leaves) END AS info_ratio
 FROM tree t

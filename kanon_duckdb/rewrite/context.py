@@ -328,8 +328,10 @@ def _load_numeric(cur, anon, anon_cols, raw, raw_cols, names, recorded=None) -> 
         if raw_cols is not None and q in raw_cols:
             name, src_type = raw_cols[q]
         if (gmin is None or gmax is None) and raw_cols is not None and q in raw_cols:
+            c = quote(name)  # the finite extremes (NULL policy: NaN is NULL, +-inf read as them)
+            finite = f" FILTER (WHERE NOT isinf({c}) AND NOT isnan({c}))" if _is_float_type(src_type) else ""
             gmin, gmax = cur.execute(
-                f"SELECT min({quote(name)}), max({quote(name)}) FROM {table_sql(raw)}").fetchall()[0]
+                f"SELECT min({c}){finite}, max({c}){finite} FROM {table_sql(raw)}").fetchall()[0]
         if gmin is None or gmax is None:
             raise DataError(f"numeric QI '{q}': every range in '{anon.name}' is NULL and no raw "
                             f"table gives its global range")

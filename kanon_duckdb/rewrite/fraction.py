@@ -481,10 +481,27 @@ def _finite_fraction(q, s: IntervalSet) -> exp.Expression:
         point = exp.EQ(this=hi.copy(), expression=lo.copy())
         return _indicator(exp.And(this=point, expression=paren(member)))
     width = exp.Sub(this=hi.copy(), expression=lo.copy())
+    share = exp.Div(this=paren(_sum(lengths)), expression=exp.Paren(this=width))
+    if q.gmax - q.gmin > _DOUBLE_MAX:
+        # a range wider than the largest double (-1e308..1e308): hi - lo overflows to inf and the
+        # share would read 0, so such a range takes the quotient of halves (exact for its size)
+        halves = [_greatest(exp.Sub(this=_half(upper(iv)), expression=_half(lower(iv))), ZERO.copy())
+                  for iv in s.parts if not iv.is_point()]
+        share = exp.Case(ifs=[exp.If(
+            this=exp.Anonymous(this="isinf", expressions=[paren(width.copy())]),
+            true=exp.Div(this=paren(_sum(halves)), expression=exp.Paren(
+                this=exp.Sub(this=_half(hi.copy()), expression=_half(lo.copy())))))],
+            default=share)
     return exp.Case(ifs=[
-        exp.If(this=exp.GT(this=hi.copy(), expression=lo.copy()),
-               true=exp.Div(this=paren(_sum(lengths)), expression=exp.Paren(this=width))),
+        exp.If(this=exp.GT(this=hi.copy(), expression=lo.copy()), true=share),
         exp.If(this=member, true=ONE.copy())], default=ZERO.copy())
+
+
+_DOUBLE_MAX = Fraction(1.7976931348623157e308)
+
+
+def _half(x: exp.Expression) -> exp.Expression:
+    return exp.Div(this=paren(x), expression=exp.Literal.number("2"))
 
 
 def _contains(iv: Interval, x: exp.Expression, q) -> exp.Expression:

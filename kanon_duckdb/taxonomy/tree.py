@@ -85,13 +85,16 @@ class TaxonomyIndex:
     def table_leaves(self) -> np.ndarray:
         """Leaves per node as ``kanon_taxonomy`` holds the tree: the NULL leaf of the NULL policy
         (directly under the root, not in the SQL table) is left out of the root's count, as the
-        SQL metrics count it. Every NCP of a node divides these (the run's ``qi_loss``, the
-        kernels' costs through ``qidata.pack_trees``). A tree of the NULL leaf alone keeps 1 at
-        its root, so ratios stay finite (its NCP is 0 either way: one leaf)."""
+        SQL metrics count it, except beside a single leaf: the root of one value and NULL covers
+        two leaves (NCP 1: a reader cannot tell the value from NULL; gcp() counts that root 1).
+        Every NCP of a node divides these (the run's ``qi_loss``, the kernels' costs through
+        ``qidata.pack_trees``). A tree of the NULL leaf alone keeps 1 at its root, so ratios
+        stay finite (its NCP is 0 either way: one leaf)."""
         if not self.has_null_leaf:
             return self.n_leaves
         out = self.n_leaves.copy()
-        out[0] = max(int(out[0]) - 1, 1)
+        if int(out[0]) > 2:
+            out[0] = int(out[0]) - 1
         return out
 
     def with_null_leaf(self) -> "TaxonomyIndex":
