@@ -102,7 +102,9 @@ def positional_sql(plan: QIPlan, rows_expr: str) -> str:
     row->class look-up, no join on class ids, no row count). A filter no projection drops
     refuses the output when the two reads differ: a row on one side only, or a row whose QI key
     (``row_key_sql``) is not the first read's at that position (rows with equal QI tuples are
-    interchangeable for the guarantee and for truthfulness). Same columns, types and values as
+    interchangeable for the guarantee and for truthfulness); the same filter counts the rows
+    produced (``__kanon_seen``: the run's kanon_runs row is written with the last one,
+    ``assignment.Assignments.expect_rows``). Same columns, types and values as
     ``output_sql``."""
     cls_cols, layout = published_layout(plan)
     out_cols = _output_columns(layout)
@@ -116,4 +118,4 @@ POSITIONAL JOIN (
     FROM (SELECT {rows_expr} AS c)
 ) AS __kanon_cls
 WHERE CASE WHEN __kanon_here IS NULL OR __kanon_key IS DISTINCT FROM {row_key_sql(plan)}
-           THEN error({changed}) ELSE true END"""
+           THEN error({changed}) ELSE __kanon_seen(__kanon_crun) END"""

@@ -115,18 +115,45 @@ def own_cursor(cur):
 
 
 _INSERT = (f"INSERT INTO kanon_runs (run_id, {', '.join(name for name, _ in RUNS_COLUMNS)}) "
-           f"SELECT coalesce(max(run_id), 0) + 1, {', '.join('?' for _ in RUNS_COLUMNS)} "
+           f"SELECT coalesce(?, greatest(coalesce(max(run_id), 0), ?) + 1), "
+           f"{', '.join('?' for _ in RUNS_COLUMNS)} "
            f"FROM kanon_runs RETURNING run_id")  # the next id and the row in one statement
 
+# Ids handed to runs whose row is written once their output is (``reserve_run_id``): no other
+# run of this process takes them meanwhile. A reservation ends with ``record_run(...,
+# run_id=)`` or ``release_run_id``.
+_RESERVED: set = set()
 
-def record_run(con, rec: RunRecord) -> int:
-    """Insert ``rec`` under the next run id (parameters bound, nothing spliced); returns the id.
+
+def reserve_run_id(con) -> int:
+    """The id the next run recorded through ``con`` gets, reserved for a run whose kanon_runs
+    row is written later (``record_run(con, rec, run_id=...)``, when the statement has taken its
+    whole output; ``release_run_id`` when it never does): one aggregate over kanon_runs."""
+    with _RECORD_LOCK:
+        try:
+            top = con.execute("SELECT max(run_id) FROM kanon_runs").fetchall()[0][0] or 0
+        except duckdb.CatalogException:
+            top = 0
+        run_id = max([top, *_RESERVED]) + 1
+        _RESERVED.add(run_id)
+    return run_id
+
+
+def release_run_id(run_id: int) -> None:
+    """End the reservation of ``run_id`` without a row (its output was never complete)."""
+    with _RECORD_LOCK:
+        _RESERVED.discard(run_id)
+
+
+def record_run(con, rec: RunRecord, run_id: int | None = None) -> int:
+    """Insert ``rec`` under the next run id, or under ``run_id`` reserved by ``reserve_run_id``
+    (parameters bound, nothing spliced); returns the id.
     The table is made complete first (``ensure_runs_table``: a bind, no statement, so an open
     transaction of the caller's stays usable); on a cursor of :func:`own_cursor` only when the
     insert fails to bind it (no table, or one of an earlier version). On a database opened
     read-only: ReadOnlyDatabaseError naming the fix (``readonly.read_only_error``)."""
     try:
-        return _insert_run(con, rec)
+        return _insert_run(con, rec, run_id)
     except duckdb.Error as e:
         err = read_only_error(con, "k_anonymize records each run", "kanon_runs")
         if err is None:
@@ -134,9 +161,11 @@ def record_run(con, rec: RunRecord) -> int:
         raise err from e
 
 
-def _insert_run(con, rec: RunRecord) -> int:
-    values = [_to_sql(name, getattr(rec, name)) for name, _ in RUNS_COLUMNS]
+def _insert_run(con, rec: RunRecord, run_id: int | None) -> int:
     with _RECORD_LOCK:
+        _RESERVED.discard(run_id)
+        values = [run_id, max(_RESERVED, default=0)]
+        values += [_to_sql(name, getattr(rec, name)) for name, _ in RUNS_COLUMNS]
         if con in _OWN_CURSORS:
             try:
                 return int(con.execute(_INSERT, values).fetchall()[0][0])
