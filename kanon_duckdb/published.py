@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 
 from . import objectives
 from .errors import InvalidParameterError, UnknownObjectError
+from .sqlutil import quote_ident
 from .taxonomy.store import recorded_tree_attrs
 
 ADDED_COLUMNS = ("ec", "ec_size", "suppressed", "kanon_run")
@@ -148,7 +149,9 @@ def qi_layout(con, table: str) -> QILayout:
     from .relation import resolve_source  # a table, view or file, as the metrics accept
     source = resolve_source(con, table)
     cols = require_output_columns(table, [c for c, _ in source.columns])
-    return _read_layout(con, table, source.sql, cols, required=True)
+    layout = _read_layout(con, table, source.sql, cols, required=True)
+    check_unedited(con, table, source.sql, cols, layout.lo_cols, layout.hi_cols)
+    return layout
 
 
 def require_output_columns(table: str, cols: list) -> list:
@@ -169,7 +172,44 @@ def output_columns(con, table: str) -> list:
     ``require_output_columns``'s error, not DuckDB's binder error, for any other table. Unlike
     qi_layout it needs no kanon_runs row (a table copied from another database still counts)."""
     from .relation import resolve_source
-    return require_output_columns(table, [c for c, _ in resolve_source(con, table).columns])
+    source = resolve_source(con, table)
+    cols = require_output_columns(table, [c for c, _ in source.columns])
+    check_unedited(con, table, source.sql, cols)
+    return cols
+
+
+def check_unedited(con, table: str, qualified: str, cols: list, lo_cols=(), hi_cols=()) -> None:
+    """Refuse the anonymized ``table`` (FROM-clause SQL ``qualified``, columns ``cols``) when it
+    was edited after k_anonymize wrote it, so its metrics would measure rows no run published
+    (InvalidParameterError naming each problem and the fix, run k_anonymize again): a row whose
+    bound ``lo_cols[i]`` exceeds ``hi_cols[i]``, a NULL ``suppressed`` flag, a class (kanon_run,
+    ec) whose ``ec_size`` differs from its number of rows (a row deleted, added or moved, or
+    ec_size changed). One aggregate and one GROUP BY (kanon_run, ec) over the table; the metric
+    look-ups that call it (udfs/metrics.py) keep the answer until the database changes.
+    Measured as they are: whole classes of an output (a filter on ec, suppressed or a published
+    value keeps a consistent anonymized table: every class complete and truthful, k intact), and
+    an edit that keeps every check consistent (a label or both bounds of a whole class changed
+    to other valid values), which only re-running the algorithm would tell."""
+    parts = ["count(*)", "count(*) FILTER (WHERE suppressed IS NULL)"]
+    parts += [f"count(*) FILTER (WHERE {quote_ident(lo)} > {quote_ident(hi)})"
+              for lo, hi in zip(lo_cols, hi_cols)]
+    if "ec_size" in cols:
+        parts.append(f"(SELECT count(*) FROM (SELECT 1 FROM {qualified} GROUP BY kanon_run, ec "
+                     f"HAVING count(*) <> max(ec_size) OR min(ec_size) <> max(ec_size) "
+                     f"OR count(ec_size) < count(*)))")
+    row = con.execute(f"SELECT {', '.join(parts)} FROM {qualified}").fetchall()[0]
+    null_sup = row[1]
+    problems = [f"{bad} row(s) with {lo} > {hi}"
+                for lo, hi, bad in zip(lo_cols, hi_cols, row[2:2 + len(lo_cols)]) if bad]
+    if null_sup:
+        problems.append(f"{null_sup} row(s) with a NULL suppressed flag")
+    if "ec_size" in cols and row[-1]:
+        problems.append(f"{row[-1]} class(es) whose ec_size differs from their number of rows")
+    if problems:
+        raise InvalidParameterError(
+            f"table '{table}' was edited after k_anonymize wrote it: {'; '.join(problems)}; its "
+            f"metrics would measure rows no run published: run k_anonymize again (or restore "
+            f"the table)")
 
 
 def recorded_layout(con, table: str) -> QILayout | None:
