@@ -27,6 +27,7 @@ from .generalize import Generalized, generalize, per_qi_loss
 from .params import coerce_params
 from .privacy import hooks as privacy_hooks
 from .privacy.spec import parse_models
+from .decimals import class_bounds
 from .runs import RunRecord, record_run, reserve_run_id
 from .taxonomy.store import check_taxonomies_param, tree_fingerprints
 from .warmup import compile_notice
@@ -48,6 +49,9 @@ class AnonymizationResult:
     # ``record="deferred"``: the kanon_runs row to write under ``run_id`` (reserved) once the
     # run's output is complete (runs.record_run(..., run_id=)), else None
     pending: RunRecord | None = None
+    # DECIMAL QI -> (lo, hi, null_lo, null_hi): the classes' exact bounds as unscaled int64
+    # (kanon_duckdb.decimals.class_bounds), published through the integer lists
+    decimals: dict | None = None
 
 
 def check_k(k, n=None):
@@ -151,6 +155,7 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
         part = privacy_hooks.enforce(algorithm, data, part, spec, {**run_params, **local})
         g = privacy_hooks.publish_suppressed(data, generalize(data, part))
     _verify(g, k, data.counts)
+    decimals = class_bounds(con, plan, data, g)
     elapsed = time.perf_counter() - t0
     run_id = 0
     if record:
@@ -177,9 +182,10 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
             int_lo=[r and r[0] for r in int_ranges], int_hi=[r and r[1] for r in int_ranges])
         if record == "deferred":
             return AnonymizationResult(reserve_run_id(con), plan, data, row_key, g, part,
-                                       elapsed, params, rows, pending=rec)
+                                       elapsed, params, rows, pending=rec, decimals=decimals)
         run_id = record_run(con, rec)
-    return AnonymizationResult(run_id, plan, data, row_key, g, part, elapsed, params, rows)
+    return AnonymizationResult(run_id, plan, data, row_key, g, part, elapsed, params, rows,
+                               decimals=decimals)
 
 
 def with_ranges(data: QIData, ranges) -> QIData:

@@ -3,7 +3,7 @@ bounds, and reading back which columns publish which QI.
 
 Output of a run: every non-QI column unchanged; numeric QI ``c`` as ``bound_columns(c)`` =
 (``c_min``, ``c_max``) of SQL type ``bound_type`` (the column's own type for integers,
-floating-point numbers and DECIMAL of at most 15 digits); categorical QI ``c`` as ``c``; plus ``ADDED_COLUMNS``. Names starting
+floating-point numbers and DECIMAL); categorical QI ``c`` as ``c``; plus ``ADDED_COLUMNS``. Names starting
 with ``RESERVED_PREFIX`` are internal. ``check_output_names`` refuses a source table whose
 columns the output would shadow (compared case-insensitively, as DuckDB resolves names);
 ``qi_layout`` reads an output table back through its run record in ``kanon_runs``.
@@ -32,7 +32,8 @@ _FLOAT_TYPES = ("FLOAT", "REAL", "FLOAT4", "DOUBLE", "FLOAT8")
 
 # the widest DECIMAL whose values survive float64 exactly: the float64 nearest a DECIMAL(p, s)
 # value (DuckDB's CAST to DOUBLE, which the algorithms compute in) casts back to that value
-# for p <= 15 (15 significant digits); from p = 16 it can land units of the scale away
+# for p <= 15 (15 significant digits); from p = 16 it can land units of the scale away, so
+# kanon_duckdb.decimals looks the exact values up in the column
 EXACT_DECIMAL_DIGITS = 15
 
 
@@ -51,29 +52,48 @@ def decimal_width(sql_type: str) -> tuple[int, int] | None:
 def bound_type(sql_type: str, integer: bool) -> str:
     """SQL type of the bounds publishing a numeric QI whose column has SQL type ``sql_type``
     (``integer``: an integer type, ``QIPlan.integer``): the column's own type for integers,
-    FLOAT/DOUBLE and DECIMAL(p, s) with p <= ``EXACT_DECIMAL_DIGITS``, whose class minimum and
-    maximum are values of the column, exact in it (every published bound is a data value: a
-    class's or a tree node's extreme; for such a DECIMAL the float64 the algorithms computed in
-    casts back to it exactly); DOUBLE otherwise (a wider DECIMAL, whose float64 values can be
-    off by units of the scale, and BOOLEAN or text made numeric with ``numeric :=``). The
-    TEMP-table path (sql/caller_read.sql, ``__kanon_bound``) cannot see a DECIMAL's precision
-    when it binds its output and publishes every DECIMAL as DOUBLE. Arithmetic on the bounds
-    follows their type: readers that subtract or add them (the query rewriter) widen them
-    first (``wide_bound_type``)."""
+    FLOAT/DOUBLE and DECIMAL(p, s) (any p), whose class minimum and maximum are values of the
+    column, exact in it (every published bound is a data value: a class's or a tree node's
+    extreme; a DECIMAL's bounds travel as their unscaled integers, ``int_carried``,
+    ``kanon_duckdb.decimals``); DOUBLE otherwise (BOOLEAN or text made numeric with
+    ``numeric :=``). The TEMP-table path (sql/caller_read.sql, ``__kanon_bound``) gives the
+    same types. Arithmetic on the bounds follows their type: readers that subtract or add them
+    (the query rewriter) widen them first (``wide_bound_type``)."""
     base = sql_type.split("(")[0].strip().upper()
     if integer or base in _FLOAT_TYPES:
         return sql_type
     width = decimal_width(sql_type)
-    if width is not None and width[0] <= EXACT_DECIMAL_DIGITS:
+    if width is not None:
         return f"DECIMAL({width[0]},{width[1]})"
     return "DOUBLE"
 
 
 def caller_bound_type(sql_type: str, integer: bool) -> str:
-    """``bound_type`` on the TEMP-table path (sql/caller_read.sql's ``__kanon_bound``, bound by
-    DuckDB's macro overloads, which see a DECIMAL but not its precision): DOUBLE for every
-    DECIMAL, else ``bound_type``."""
-    return "DOUBLE" if decimal_width(sql_type) is not None else bound_type(sql_type, integer)
+    """``bound_type`` on the TEMP-table path (sql/caller_read.sql's ``__kanon_bound``): the
+    same type (a DECIMAL's bounds are cast to the column's own type from their unscaled
+    integer's text, so the macro needs no precision)."""
+    return bound_type(sql_type, integer)
+
+
+def int_carried(plan) -> list:
+    """The numeric QIs of ``plan`` (in ``plan.numeric`` order) whose published bounds travel in
+    the integer (BIGINT) lists of a run's class table and row values: the integer QIs
+    (``plan.integer``, their values) and the DECIMAL ones (their unscaled integers: value *
+    10^scale, ``kanon_duckdb.decimals``, turned back into DECIMAL(p, s) exactly by
+    ``unscaled_sql``). The other numeric QIs travel as DOUBLE."""
+    return [c for c in plan.numeric
+            if c in plan.integer or decimal_width(plan.types[c]) is not None]
+
+
+def unscaled_sql(expr: str, sql_type: str) -> str:
+    """SQL turning ``expr``, the unscaled BIGINT of a DECIMAL(p, s) value (value * 10^s),
+    back into that DECIMAL(p, s) value exactly (a DECIMAL product, then a cast that only
+    narrows the precision; for s > 18 sql/caller_read.sql's ``__kanon_unscaled_text``)."""
+    p, s = decimal_width(sql_type)
+    if s > 18:  # the product's precision 19 + s + 1 would pass 38: through the text
+        return f"CAST(__kanon_unscaled_text({expr}, {s}) AS DECIMAL({p},{s}))"
+    return (f"CAST(CAST({expr} AS DECIMAL(19,0)) * CAST('1e-{s}' AS DECIMAL({s + 1},{s})) "
+            f"AS DECIMAL({p},{s}))")
 
 
 _SIGNED_BITS = {"TINYINT": 8, "INT1": 8, "SMALLINT": 16, "INT2": 16, "SHORT": 16, "INTEGER": 32,
