@@ -63,7 +63,9 @@ def _looked_up(con, plan, c, s, lo, hi, null_lo, null_hi):
     bounds) and largest (upper bounds) value of the column with that DOUBLE."""
     coords = np.unique(np.concatenate([lo[~null_lo], hi[~null_hi]]))
     q = quote_ident(c)
-    unscaled = f"(CAST({{}} AS DECIMAL(38,{s})) * CAST('1e{s}' AS DECIMAL(38,0)))::HUGEINT"
+    # a DECIMAL's text has exactly s digits after the point: without it, the unscaled integer
+    # (a product by 10^s can overflow DECIMAL(38) inside DuckDB)
+    unscaled = "replace(CAST({} AS VARCHAR), '.', '')::HUGEINT"
     rows = con.execute(
         f"SELECT CAST({q} AS DOUBLE) AS v, {unscaled.format(f'min({q})')}, "
         f"{unscaled.format(f'max({q})')} FROM {plan.table_sql} "

@@ -143,3 +143,22 @@ def test_a_decimal_beyond_bigint_unscaled_is_refused_by_name():
             c.execute("FROM k_anonymize('big_dec', k := 2, qi := ['v'])").fetchall()
     finally:
         c.close()
+
+
+def test_a_scale_past_18_is_exact_on_both_paths():
+    """DECIMAL(38, 20): the unscaled bounds go back through their text (published.unscaled_sql)."""
+    c = kanon_duckdb.connect()
+    try:
+        c.execute("CREATE TABLE s20 AS SELECT i AS id, (i * 0.00000000000000000013 "
+                  "- 0.0000000001)::DECIMAL(38,20) AS v FROM range(40) r(i)")
+        c.execute("CREATE TEMP TABLE t20 AS FROM s20")
+        outs = [c.sql(f"SELECT * FROM k_anonymize('{t}', k := 4, qi := ['v']) ORDER BY id")
+                for t in ("s20", "t20")]
+        assert [str(t) for t in outs[0].types][1:3] == ["DECIMAL(38,20)"] * 2
+        rows = [o.fetchall() for o in outs]
+        assert [r[:3] for r in rows[0]] == [r[:3] for r in rows[1]]
+        values = {r[0] for r in c.execute("SELECT v FROM s20").fetchall()}
+        for (i, lo, hi, *_), (v,) in zip(rows[0], c.execute("SELECT v FROM s20 ORDER BY id").fetchall()):
+            assert lo in values and hi in values and lo <= v <= hi, (i, lo, v, hi)
+    finally:
+        c.close()
