@@ -77,10 +77,11 @@ def check_k(k, n=None):
 def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, categorical=None,
               params=None, progress=no_progress, record=True, taxonomies=None,
               ranges=None, row_counts=None, sensitive_reference=None,
-              in_row_order=False, rows_estimate=None) -> AnonymizationResult:
+              in_row_order=False, rows_estimate=None, run_key=None) -> AnonymizationResult:
     """Anonymize ``table`` (read through ``con``) and record the run in ``kanon_runs``
     (``record="deferred"``: reserve its id, ``runs.reserve_run_id``, and leave the row in
-    ``AnonymizationResult.pending`` for the caller to write once the output is complete).
+    ``AnonymizationResult.pending`` for the caller to write once the output is complete;
+    ``run_key``: the database's key of those reservations, which a recorded run's id skips).
 
     ``taxonomies``: QI -> kanon_taxonomy attr naming the tree a QI uses (else the tree of
     '<table>.<qi>', else of '<qi>': taxonomy.store.resolve_tree_attr); recorded per QI in
@@ -181,9 +182,10 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
             qi_weights=objectives.per_qi(weights, plan.qi) if weights else None,
             int_lo=[r and r[0] for r in int_ranges], int_hi=[r and r[1] for r in int_ranges])
         if record == "deferred":
-            return AnonymizationResult(reserve_run_id(con), plan, data, row_key, g, part,
-                                       elapsed, params, rows, pending=rec, decimals=decimals)
-        run_id = record_run(con, rec)
+            return AnonymizationResult(reserve_run_id(con, run_key), plan, data, row_key, g,
+                                       part, elapsed, params, rows, pending=rec,
+                                       decimals=decimals)
+        run_id = record_run(con, rec, key=run_key)
     return AnonymizationResult(run_id, plan, data, row_key, g, part, elapsed, params, rows,
                                decimals=decimals)
 

@@ -68,3 +68,20 @@ def test_two_outputs_of_one_statement_get_their_own_ids(con):
                       "FROM o GROUP BY part ORDER BY part").fetchall()
     assert [(p, d, n) for p, d, _, n in got] == [(1, 1, N), (2, 1, N)]
     assert sorted(r[2] for r in got) == runs
+
+
+def test_ids_an_abandoned_statement_reserved_are_its_databases_only(con):
+    """A statement abandoned part-way keeps its id reserved (until its pass is dropped idle),
+    for its own database only: another database's first run is still run 1."""
+    with pytest.raises(duckdb.Error, match="boom"):
+        con.execute(f"SELECT *, CASE WHEN id = 3 THEN error('boom') END FROM {Q.format(src='v')}"
+                    ).fetchall()
+    other = kanon_duckdb.connect()
+    try:
+        other.execute("CREATE TABLE t AS SELECT i AS id, i % 50 AS age, 'a' AS c FROM range(100) r(i)")
+        other.execute(f"CREATE TABLE o AS FROM {Q.format(src='t')}")
+        assert other.execute("SELECT run_id FROM kanon_runs").fetchall() == [(1,)]
+    finally:
+        other.close()
+    con.execute(f"CREATE TABLE o AS FROM {Q.format(src='t')}")
+    assert [r[0] for r in _runs(con)] == [2]  # 1 is held by the abandoned statement

@@ -224,7 +224,7 @@ def run_on(con, ctx: UdfContext, cur, source, args: dict, in_row_order: bool = F
                          categorical=args["categorical"], params=args["params"],
                          taxonomies=args.get("taxonomies"), progress=progress,
                          in_row_order=in_row_order, rows_estimate=args.get("rows"),
-                         record=record)
+                         record=record, run_key=con)
 
 
 def record_when_written(con, res):
@@ -238,11 +238,11 @@ def record_when_written(con, res):
 
     def on_done(complete: bool) -> None:
         if not complete:
-            release_run_id(run_id)
+            release_run_id(run_id, con)
             return
         cur = con.cursor()
         try:
-            record_run(own_cursor(cur), rec, run_id=run_id)
+            record_run(own_cursor(cur), rec, run_id=run_id, key=con)
         finally:
             cur.close()
     return on_done
