@@ -1,4 +1,7 @@
-"""The ``kanon_runs`` table: one row per anonymization run, written when a run succeeds.
+"""The ``kanon_runs`` table: one row per anonymization run, written when a run succeeds (a
+``k_anonymize`` statement's run: when the statement has taken its whole output, under an id
+reserved before its first row, ``reserve_run_id``; so a statement failing while it writes its
+output leaves no row).
 
 Its columns are the declared fields of :class:`RunRecord` (``RUNS_COLUMNS`` gives their SQL
 types); the SQL metrics read declared columns only (``numeric_qi``/``categorical_qi`` to find the
