@@ -27,7 +27,8 @@ from .generalize import Generalized, generalize, per_qi_loss
 from .params import coerce_params
 from .privacy import hooks as privacy_hooks
 from .privacy.spec import parse_models
-from .runs import RunRecord, record_run
+from .decimals import class_bounds
+from .runs import RunRecord, record_run, reserve_run_id
 from .taxonomy.store import check_taxonomies_param, tree_fingerprints
 from .warmup import compile_notice
 
@@ -45,6 +46,12 @@ class AnonymizationResult:
     # a run made ``in_row_order`` from the histogram of its rows: (uint64 (n,) every row's key,
     # int64 (n,) its tuple's number in ``data``) in the order a scan returns the rows
     rows: tuple | None = None
+    # ``record="deferred"``: the kanon_runs row to write under ``run_id`` (reserved) once the
+    # run's output is complete (runs.record_run(..., run_id=)), else None
+    pending: RunRecord | None = None
+    # DECIMAL QI -> (lo, hi, null_lo, null_hi): the classes' exact bounds as unscaled int64
+    # (kanon_duckdb.decimals.class_bounds), published through the integer lists
+    decimals: dict | None = None
 
 
 def check_k(k, n=None):
@@ -70,8 +77,11 @@ def check_k(k, n=None):
 def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, categorical=None,
               params=None, progress=no_progress, record=True, taxonomies=None,
               ranges=None, row_counts=None, sensitive_reference=None,
-              in_row_order=False, rows_estimate=None) -> AnonymizationResult:
-    """Anonymize ``table`` (read through ``con``) and record the run in ``kanon_runs``.
+              in_row_order=False, rows_estimate=None, run_key=None) -> AnonymizationResult:
+    """Anonymize ``table`` (read through ``con``) and record the run in ``kanon_runs``
+    (``record="deferred"``: reserve its id, ``runs.reserve_run_id``, and leave the row in
+    ``AnonymizationResult.pending`` for the caller to write once the output is complete;
+    ``run_key``: the database's key of those reservations, which a recorded run's id skips).
 
     ``taxonomies``: QI -> kanon_taxonomy attr naming the tree a QI uses (else the tree of
     '<table>.<qi>', else of '<qi>': taxonomy.store.resolve_tree_attr); recorded per QI in
@@ -146,6 +156,7 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
         part = privacy_hooks.enforce(algorithm, data, part, spec, {**run_params, **local})
         g = privacy_hooks.publish_suppressed(data, generalize(data, part))
     _verify(g, k, data.counts)
+    decimals = class_bounds(con, plan, data, g)
     elapsed = time.perf_counter() - t0
     run_id = 0
     if record:
@@ -157,7 +168,7 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
         int_ranges = [data.int_range(j) for j in range(data.dn)]
         trees = [(data.tree_attrs or {}).get(c) for c in plan.qi]
         fingerprints = tree_fingerprints(con, trees, data.tree_rows())
-        run_id = record_run(con, RunRecord(
+        rec = RunRecord(
             source=plan.table, k=k, algo=algorithm.name, qi=plan.qi, numeric_qi=plan.numeric,
             categorical_qi=plan.categorical,
             params={**params, **({"weights": weights} if weights else {}), **local,
@@ -169,8 +180,14 @@ def anonymize(con, table, *, k, algo="mondrian", qi=None, seed=0, numeric=None, 
             qi_trees=trees,
             qi_tree_hashes=[fingerprints.get(a) for a in trees],
             qi_weights=objectives.per_qi(weights, plan.qi) if weights else None,
-            int_lo=[r and r[0] for r in int_ranges], int_hi=[r and r[1] for r in int_ranges]))
-    return AnonymizationResult(run_id, plan, data, row_key, g, part, elapsed, params, rows)
+            int_lo=[r and r[0] for r in int_ranges], int_hi=[r and r[1] for r in int_ranges])
+        if record == "deferred":
+            return AnonymizationResult(reserve_run_id(con, run_key), plan, data, row_key, g,
+                                       part, elapsed, params, rows, pending=rec,
+                                       decimals=decimals)
+        run_id = record_run(con, rec, key=run_key)
+    return AnonymizationResult(run_id, plan, data, row_key, g, part, elapsed, params, rows,
+                               decimals=decimals)
 
 
 def with_ranges(data: QIData, ranges) -> QIData:

@@ -25,7 +25,11 @@ Lifetime, with no bound one run could hit while another still needs its entry: a
 ``Pass`` (one scan's counters) is dropped when all its rows have been handed out; an
 ``Assignment`` is shared by its passes and lives while a pass or a pinned owner (the Python
 API's relation) holds it. Passes abandoned part-way (``LIMIT``, an error) are dropped once idle
-for ``IDLE_S`` seconds. Memory per row: 4 (class) + 4 (chain) + 4 to 8 (table) bytes besides the
+for ``IDLE_S`` seconds. A pass may carry ``on_done(complete: bool)``: called with True by the
+call that hands out its last row, before that chunk returns (the statement's SQL run writes its
+kanon_runs row there: the record and the output are one unit), with False when the pass is
+dropped incomplete. ``expect_rows`` / ``rows_seen`` count the rows of an output published
+without a pass (``output_sql.positional_sql``) the same way, by run id. Memory per row: 4 (class) + 4 (chain) + 4 to 8 (table) bytes besides the
 run's keys while held, and 1 byte per pass (plus 4 per row whose key needed a resume point).
 """
 from __future__ import annotations
@@ -209,8 +213,8 @@ class Pass:
     used position (``used``), keep the resume point of keys that needed a probe (``resume``,
     zero pages cost no memory until touched) and the last position handed out (``last``)."""
 
-    def __init__(self, assignment: Assignment, payload=None):
-        self.assignment, self.payload = assignment, payload
+    def __init__(self, assignment: Assignment, payload=None, on_done=None):
+        self.assignment, self.payload, self.on_done = assignment, payload, on_done
         n = assignment.keys.size
         if assignment.counts is None:
             self.used = np.zeros(n, dtype=np.uint8)
@@ -228,16 +232,41 @@ class Assignments:
     def __init__(self):
         self._passes: dict[int, Pass] = {}
         self._pinned: dict[int, tuple] = {}
+        self._counts: dict[int, list] = {}  # run id -> [rows left, on_done, last touched]
         self._next = itertools.count(1)
         self._lock = threading.Lock()
 
-    def start(self, assignment: Assignment, payload=None) -> int:
-        """A new pass over ``assignment`` carrying ``payload`` (``published_of``); its token."""
+    def start(self, assignment: Assignment, payload=None, on_done=None) -> int:
+        """A new pass over ``assignment`` carrying ``payload`` (``published_of``) and
+        ``on_done`` (see the module docstring); its token."""
         with self._lock:
-            self._drop_idle()
+            dropped = self._drop_idle()
             token = next(self._next)
-            self._passes[token] = Pass(assignment, payload)
+            self._passes[token] = Pass(assignment, payload, on_done)
+        _abandon(dropped)
         return token
+
+    def expect_rows(self, run_id: int, n: int, on_done) -> None:
+        """Count the ``n`` output rows of run ``run_id`` (``rows_seen``), calling ``on_done``
+        as a pass does."""
+        with self._lock:
+            dropped = self._drop_idle()
+            self._counts[run_id] = [n, on_done, time.monotonic()]
+        _abandon(dropped)
+
+    def rows_seen(self, run_id: int, m: int) -> None:
+        """``m`` more output rows of run ``run_id`` were produced; the call that completes the
+        count runs its ``on_done(True)`` (its errors are the statement's)."""
+        with self._lock:
+            entry = self._counts.get(run_id)
+            if entry is None:
+                return
+            entry[0] -= m
+            entry[2] = time.monotonic()
+            if entry[0] > 0:
+                return
+            del self._counts[run_id]
+        entry[1](True)
 
     def pin(self, assignment: Assignment, payload) -> int:
         """Keep ``assignment`` (and ``payload``, the run's published classes) until ``unpin``;
@@ -280,7 +309,7 @@ class Assignments:
                 f"for more than {IDLE_S:.0f} s?); run it again")
         a = p.assignment
         if n_rows is not None and n_rows != a.n:
-            self._passes.pop(token, None)
+            _abandon([self._passes.pop(token, None)])
             raise ConcurrentChangeError("k_anonymize: the relation changed during the call "
                                         f"({a.n} rows anonymized, {n_rows} read); run it again")
         keys = np.ascontiguousarray(keys).view(np.uint64)
@@ -292,25 +321,42 @@ class Assignments:
             else:
                 bad = _hand_out_counted(a.keys, a.slots, a.classes, a.counts, p.used, keys, out)
             p.touched = time.monotonic()
+            complete = False
             if bad < 0:
                 p.done += keys.size
-                if p.done >= a.n:
-                    self._passes.pop(token, None)
+                complete = p.done >= a.n and self._passes.pop(token, None) is not None
+        if complete and p.on_done is not None:
+            p.on_done(True)  # the output's last row: before this chunk returns
         if bad >= 0:
-            self._passes.pop(token, None)
+            _abandon([self._passes.pop(token, None)])
             what = ("a row that was not there when it was anonymized" if bad >= 2 * keys.size
                     else "more rows with some QI values than when it was anonymized")
             raise ConcurrentChangeError(
                 f"k_anonymize: the relation changed during the call ({what}); run it again")
         return out, p.payload
 
-    def _drop_idle(self) -> None:
+    def _drop_idle(self) -> list:
+        """Drop passes and counts idle for ``IDLE_S`` (abandoned part-way); returns them, for
+        ``_abandon`` once the lock is released."""
         now = time.monotonic()
-        for t in [t for t, p in self._passes.items() if now - p.touched > IDLE_S]:
-            del self._passes[t]
+        dropped = [self._passes.pop(t) for t, p in list(self._passes.items())
+                   if now - p.touched > IDLE_S]
+        for run_id, entry in list(self._counts.items()):
+            if now - entry[2] > IDLE_S:
+                del self._counts[run_id]
+                dropped.append(entry[1])
+        return dropped
 
     def __len__(self) -> int:
         return len(self._passes)
+
+
+def _abandon(dropped) -> None:
+    """``on_done(False)`` of passes (or count callbacks) dropped incomplete."""
+    for p in dropped:
+        on_done = p if callable(p) else getattr(p, "on_done", None)
+        if on_done is not None:
+            on_done(False)
 
 
 def classes_in_order(assignment: Assignment, keys: np.ndarray) -> np.ndarray:

@@ -36,7 +36,7 @@ import json
 import re
 
 from .errors import InvalidParameterError
-from .published import bound_columns
+from .published import bound_columns, int_carried
 from .relation import Source
 from .sqlutil import quote_ident, split_qualified
 
@@ -128,9 +128,13 @@ def caller_sql(name: str, args: dict) -> str:
                      f"unnest(c.lo_f[{s}]) AS __kanon_q{j}_lof",
                      f"unnest(c.hi_f[{s}]) AS __kanon_q{j}_hif",
                      f"unnest(c.labels[{s}]) AS __kanon_q{j}_lab"]
-        raw_cols.append(one(q))
-        pub_cols += [f"__kanon_bound({one(q)}, __kanon_q{j}_loi, __kanon_q{j}_lof) AS '{lo_pat}'",
-                     f"__kanon_bound({one(q)}, __kanon_q{j}_hii, __kanon_q{j}_hif) AS '{hi_pat}'",
+        # the value again under a plain name: __kanon_bound's untyped w keeps a DECIMAL's
+        # precision and scale (its typed v does not); one COLUMNS per expression
+        raw_cols += [one(q), f"{one(q)} AS __kanon_w{j}"]
+        pub_cols += [f"__kanon_bound({one(q)}, __kanon_w{j}, __kanon_q{j}_loi, __kanon_q{j}_lof) "
+                     f"AS '{lo_pat}'",
+                     f"__kanon_bound({one(q)}, __kanon_w{j}, __kanon_q{j}_hii, __kanon_q{j}_hif) "
+                     f"AS '{hi_pat}'",
                      f"__kanon_label({one(q)}, __kanon_q{j}_lab) AS '\\0'",
                      f"{one(q)} AS __kanon_v{j}"]
         cell = ("__kanon_cell_num" if q.lower() in forced_num else
@@ -211,8 +215,9 @@ def typed(cur, names, types, rows):
 
 
 def qi_slots(plan) -> list[int]:
-    """1-based position of each QI (``plan.qi`` order) in the run's lo_i/hi_i (integer QIs),
-    lo_f/hi_f (other numeric QIs) or labels (categorical QIs) lists."""
-    floats = [c for c in plan.numeric if c not in plan.integer]
-    return [(plan.integer.index(c) if c in plan.integer else floats.index(c)) + 1
+    """1-based position of each QI (``plan.qi`` order) in the run's lo_i/hi_i (integer and
+    DECIMAL QIs, ``published.int_carried``), lo_f/hi_f (other numeric QIs) or labels (categorical QIs) lists."""
+    carried = int_carried(plan)
+    floats = [c for c in plan.numeric if c not in carried]
+    return [(carried.index(c) if c in carried else floats.index(c)) + 1
             if c in plan.numeric else plan.categorical.index(c) + 1 for c in plan.qi]

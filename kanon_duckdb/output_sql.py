@@ -21,7 +21,7 @@ class table or the count (see its docstring).
 from __future__ import annotations
 
 from .encoding import QIPlan, row_key_sql
-from .published import bound_columns, bound_type
+from .published import bound_columns, bound_type, int_carried, unscaled_sql
 from .row_values import row_layout
 from .sqlutil import quote_ident
 
@@ -46,16 +46,21 @@ def published_layout(plan: QIPlan) -> tuple[list, list]:
     per published column, beside ``CLASS_ITEMS``), the output columns before ``ec``: (name,
     per-class column publishing it, or None for the source column of that name unchanged)), in
     the relation's column order."""
-    floats = [c for c in plan.numeric if c not in plan.integer]
+    carried = int_carried(plan)
+    floats = [c for c in plan.numeric if c not in carried]
     cls_cols, layout = [], []
     for i, c in enumerate(plan.columns):
         if c in plan.numeric:
             integer = c in plan.integer
-            lo, hi = ("lo_i", "hi_i") if integer else ("lo_f", "hi_f")
-            j = (plan.integer.index(c) if integer else floats.index(c)) + 1
+            lo, hi = ("lo_i", "hi_i") if c in carried else ("lo_f", "hi_f")
+            j = (carried.index(c) if c in carried else floats.index(c)) + 1
             typ = bound_type(plan.types[c], integer)
-            cls_cols += [f"{_as_type(f'unnest(c.{lo}[{j}])', typ, integer)} AS __kanon_q{i}_min",
-                         f"{_as_type(f'unnest(c.{hi}[{j}])', typ, integer)} AS __kanon_q{i}_max"]
+            if c in carried and not integer:  # a DECIMAL: its unscaled integers
+                cast = lambda x: unscaled_sql(x, typ)  # noqa: E731
+            else:
+                cast = lambda x: _as_type(x, typ, integer)  # noqa: E731
+            cls_cols += [f"{cast(f'unnest(c.{lo}[{j}])')} AS __kanon_q{i}_min",
+                         f"{cast(f'unnest(c.{hi}[{j}])')} AS __kanon_q{i}_max"]
             lo_name, hi_name = bound_columns(c)
             layout += [(lo_name, f"__kanon_q{i}_min"), (hi_name, f"__kanon_q{i}_max")]
         elif c in plan.categorical:
@@ -102,7 +107,9 @@ def positional_sql(plan: QIPlan, rows_expr: str) -> str:
     row->class look-up, no join on class ids, no row count). A filter no projection drops
     refuses the output when the two reads differ: a row on one side only, or a row whose QI key
     (``row_key_sql``) is not the first read's at that position (rows with equal QI tuples are
-    interchangeable for the guarantee and for truthfulness). Same columns, types and values as
+    interchangeable for the guarantee and for truthfulness); the same filter counts the rows
+    produced (``__kanon_seen``: the run's kanon_runs row is written with the last one,
+    ``assignment.Assignments.expect_rows``). Same columns, types and values as
     ``output_sql``."""
     cls_cols, layout = published_layout(plan)
     out_cols = _output_columns(layout)
@@ -116,4 +123,4 @@ POSITIONAL JOIN (
     FROM (SELECT {rows_expr} AS c)
 ) AS __kanon_cls
 WHERE CASE WHEN __kanon_here IS NULL OR __kanon_key IS DISTINCT FROM {row_key_sql(plan)}
-           THEN error({changed}) ELSE true END"""
+           THEN error({changed}) ELSE __kanon_seen(__kanon_crun) END"""

@@ -224,6 +224,26 @@ PRIVACY: tuple = (
 )
 
 
+# Variants of l-diversity whose l counts sensitive values, so must be a whole number (ARX:
+# DistinctLDiversity(String, int l), RecursiveCLDiversity(String, double c, int l)); entropy l
+# is exp(entropy), a real number (ARX: EntropyLDiversity(String, double l)).
+WHOLE_L_VARIANTS = {"distinct": "distinct l-diversity", "recursive": "recursive (c,l)-diversity"}
+
+
+def check_l(l: float, variant: str) -> float:
+    """``l`` (already a number >= 1, ``PRIVACY``'s declaration) for l-diversity ``variant``:
+    an int for the variants in ``WHOLE_L_VARIANTS``, else the float; InvalidParameterError
+    naming the value and the fix for a fraction there (l := 2.5 with distinct or recursive)."""
+    if variant in WHOLE_L_VARIANTS:
+        if l != int(l):
+            raise InvalidParameterError(
+                f"{WHOLE_L_VARIANTS[variant]} needs a whole number l (it counts distinct "
+                f"sensitive values), got {_num(l)}; use l := {int(math.floor(l))} or "
+                f"{int(math.ceil(l))}, or l_variant := 'entropy', whose l may be a real number")
+        return int(l)
+    return l
+
+
 # Parameters of every algorithm's objective (kanon_duckdb.objectives): accepted by every algo.
 OBJECTIVE: tuple = (
     Param("weights", "weights", None,

@@ -3,7 +3,7 @@ bounds, and reading back which columns publish which QI.
 
 Output of a run: every non-QI column unchanged; numeric QI ``c`` as ``bound_columns(c)`` =
 (``c_min``, ``c_max``) of SQL type ``bound_type`` (the column's own type for integers,
-floating-point numbers and DECIMAL of at most 15 digits); categorical QI ``c`` as ``c``; plus ``ADDED_COLUMNS``. Names starting
+floating-point numbers and DECIMAL); categorical QI ``c`` as ``c``; plus ``ADDED_COLUMNS``. Names starting
 with ``RESERVED_PREFIX`` are internal. ``check_output_names`` refuses a source table whose
 columns the output would shadow (compared case-insensitively, as DuckDB resolves names);
 ``qi_layout`` reads an output table back through its run record in ``kanon_runs``.
@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 
 from . import objectives
 from .errors import InvalidParameterError, UnknownObjectError
+from .sqlutil import quote_ident
 from .taxonomy.store import recorded_tree_attrs
 
 ADDED_COLUMNS = ("ec", "ec_size", "suppressed", "kanon_run")
@@ -31,7 +32,8 @@ _FLOAT_TYPES = ("FLOAT", "REAL", "FLOAT4", "DOUBLE", "FLOAT8")
 
 # the widest DECIMAL whose values survive float64 exactly: the float64 nearest a DECIMAL(p, s)
 # value (DuckDB's CAST to DOUBLE, which the algorithms compute in) casts back to that value
-# for p <= 15 (15 significant digits); from p = 16 it can land units of the scale away
+# for p <= 15 (15 significant digits); from p = 16 it can land units of the scale away, so
+# kanon_duckdb.decimals looks the exact values up in the column
 EXACT_DECIMAL_DIGITS = 15
 
 
@@ -50,29 +52,48 @@ def decimal_width(sql_type: str) -> tuple[int, int] | None:
 def bound_type(sql_type: str, integer: bool) -> str:
     """SQL type of the bounds publishing a numeric QI whose column has SQL type ``sql_type``
     (``integer``: an integer type, ``QIPlan.integer``): the column's own type for integers,
-    FLOAT/DOUBLE and DECIMAL(p, s) with p <= ``EXACT_DECIMAL_DIGITS``, whose class minimum and
-    maximum are values of the column, exact in it (every published bound is a data value: a
-    class's or a tree node's extreme; for such a DECIMAL the float64 the algorithms computed in
-    casts back to it exactly); DOUBLE otherwise (a wider DECIMAL, whose float64 values can be
-    off by units of the scale, and BOOLEAN or text made numeric with ``numeric :=``). The
-    TEMP-table path (sql/caller_read.sql, ``__kanon_bound``) cannot see a DECIMAL's precision
-    when it binds its output and publishes every DECIMAL as DOUBLE. Arithmetic on the bounds
-    follows their type: readers that subtract or add them (the query rewriter) widen them
-    first (``wide_bound_type``)."""
+    FLOAT/DOUBLE and DECIMAL(p, s) (any p), whose class minimum and maximum are values of the
+    column, exact in it (every published bound is a data value: a class's or a tree node's
+    extreme; a DECIMAL's bounds travel as their unscaled integers, ``int_carried``,
+    ``kanon_duckdb.decimals``); DOUBLE otherwise (BOOLEAN or text made numeric with
+    ``numeric :=``). The TEMP-table path (sql/caller_read.sql, ``__kanon_bound``) gives the
+    same types. Arithmetic on the bounds follows their type: readers that subtract or add them
+    (the query rewriter) widen them first (``wide_bound_type``)."""
     base = sql_type.split("(")[0].strip().upper()
     if integer or base in _FLOAT_TYPES:
         return sql_type
     width = decimal_width(sql_type)
-    if width is not None and width[0] <= EXACT_DECIMAL_DIGITS:
+    if width is not None:
         return f"DECIMAL({width[0]},{width[1]})"
     return "DOUBLE"
 
 
 def caller_bound_type(sql_type: str, integer: bool) -> str:
-    """``bound_type`` on the TEMP-table path (sql/caller_read.sql's ``__kanon_bound``, bound by
-    DuckDB's macro overloads, which see a DECIMAL but not its precision): DOUBLE for every
-    DECIMAL, else ``bound_type``."""
-    return "DOUBLE" if decimal_width(sql_type) is not None else bound_type(sql_type, integer)
+    """``bound_type`` on the TEMP-table path (sql/caller_read.sql's ``__kanon_bound``): the
+    same type (a DECIMAL's bounds are cast to the column's own type from their unscaled
+    integer's text, so the macro needs no precision)."""
+    return bound_type(sql_type, integer)
+
+
+def int_carried(plan) -> list:
+    """The numeric QIs of ``plan`` (in ``plan.numeric`` order) whose published bounds travel in
+    the integer (BIGINT) lists of a run's class table and row values: the integer QIs
+    (``plan.integer``, their values) and the DECIMAL ones (their unscaled integers: value *
+    10^scale, ``kanon_duckdb.decimals``, turned back into DECIMAL(p, s) exactly by
+    ``unscaled_sql``). The other numeric QIs travel as DOUBLE."""
+    return [c for c in plan.numeric
+            if c in plan.integer or decimal_width(plan.types[c]) is not None]
+
+
+def unscaled_sql(expr: str, sql_type: str) -> str:
+    """SQL turning ``expr``, the unscaled BIGINT of a DECIMAL(p, s) value (value * 10^s),
+    back into that DECIMAL(p, s) value exactly (a DECIMAL product, then a cast that only
+    narrows the precision; for s > 18 sql/caller_read.sql's ``__kanon_unscaled_text``)."""
+    p, s = decimal_width(sql_type)
+    if s > 18:  # the product's precision 19 + s + 1 would pass 38: through the text
+        return f"CAST(__kanon_unscaled_text({expr}, {s}) AS DECIMAL({p},{s}))"
+    return (f"CAST(CAST({expr} AS DECIMAL(19,0)) * CAST('1e-{s}' AS DECIMAL({s + 1},{s})) "
+            f"AS DECIMAL({p},{s}))")
 
 
 _SIGNED_BITS = {"TINYINT": 8, "INT1": 8, "SMALLINT": 16, "INT2": 16, "SHORT": 16, "INTEGER": 32,
@@ -152,7 +173,9 @@ def qi_layout(con, table: str) -> QILayout:
     from .relation import resolve_source  # a table, view or file, as the metrics accept
     source = resolve_source(con, table)
     cols = require_output_columns(table, [c for c, _ in source.columns])
-    return _read_layout(con, table, source.sql, cols, required=True)
+    layout = _read_layout(con, table, source.sql, cols, required=True)
+    check_unedited(con, table, source.sql, cols, layout.lo_cols, layout.hi_cols)
+    return layout
 
 
 def require_output_columns(table: str, cols: list) -> list:
@@ -173,7 +196,44 @@ def output_columns(con, table: str) -> list:
     ``require_output_columns``'s error, not DuckDB's binder error, for any other table. Unlike
     qi_layout it needs no kanon_runs row (a table copied from another database still counts)."""
     from .relation import resolve_source
-    return require_output_columns(table, [c for c, _ in resolve_source(con, table).columns])
+    source = resolve_source(con, table)
+    cols = require_output_columns(table, [c for c, _ in source.columns])
+    check_unedited(con, table, source.sql, cols)
+    return cols
+
+
+def check_unedited(con, table: str, qualified: str, cols: list, lo_cols=(), hi_cols=()) -> None:
+    """Refuse the anonymized ``table`` (FROM-clause SQL ``qualified``, columns ``cols``) when it
+    was edited after k_anonymize wrote it, so its metrics would measure rows no run published
+    (InvalidParameterError naming each problem and the fix, run k_anonymize again): a row whose
+    bound ``lo_cols[i]`` exceeds ``hi_cols[i]``, a NULL ``suppressed`` flag, a class (kanon_run,
+    ec) whose ``ec_size`` differs from its number of rows (a row deleted, added or moved, or
+    ec_size changed). One aggregate and one GROUP BY (kanon_run, ec) over the table; the metric
+    look-ups that call it (udfs/metrics.py) keep the answer until the database changes.
+    Measured as they are: whole classes of an output (a filter on ec, suppressed or a published
+    value keeps a consistent anonymized table: every class complete and truthful, k intact), and
+    an edit that keeps every check consistent (a label or both bounds of a whole class changed
+    to other valid values), which only re-running the algorithm would tell."""
+    parts = ["count(*)", "count(*) FILTER (WHERE suppressed IS NULL)"]
+    parts += [f"count(*) FILTER (WHERE {quote_ident(lo)} > {quote_ident(hi)})"
+              for lo, hi in zip(lo_cols, hi_cols)]
+    if "ec_size" in cols:
+        parts.append(f"(SELECT count(*) FROM (SELECT 1 FROM {qualified} GROUP BY kanon_run, ec "
+                     f"HAVING count(*) <> max(ec_size) OR min(ec_size) <> max(ec_size) "
+                     f"OR count(ec_size) < count(*)))")
+    row = con.execute(f"SELECT {', '.join(parts)} FROM {qualified}").fetchall()[0]
+    null_sup = row[1]
+    problems = [f"{bad} row(s) with {lo} > {hi}"
+                for lo, hi, bad in zip(lo_cols, hi_cols, row[2:2 + len(lo_cols)]) if bad]
+    if null_sup:
+        problems.append(f"{null_sup} row(s) with a NULL suppressed flag")
+    if "ec_size" in cols and row[-1]:
+        problems.append(f"{row[-1]} class(es) whose ec_size differs from their number of rows")
+    if problems:
+        raise InvalidParameterError(
+            f"table '{table}' was edited after k_anonymize wrote it: {'; '.join(problems)}; its "
+            f"metrics would measure rows no run published: run k_anonymize again (or restore "
+            f"the table)")
 
 
 def recorded_layout(con, table: str) -> QILayout | None:

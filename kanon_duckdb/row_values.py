@@ -12,7 +12,7 @@ per kind of value, O(rows x QIs)). ``ROW_TYPE`` is fixed (a UDF's return type is
 it is registered), so the published values travel as one list per kind of value:
 
 - ``i32`` the bounds of INTEGER QIs, ``i64`` those of every other integer type (cast in SQL to
-  the column's type unless BIGINT), ``f64`` the bounds of the other numeric QIs (DOUBLE, cast to
+  the column's type unless BIGINT) and of DECIMAL QIs (unscaled, ``published.unscaled_sql``), ``f64`` the bounds of the other numeric QIs (DOUBLE, cast to
   FLOAT for a FLOAT column), ``lab`` the categorical labels as 1-based positions in the run's
   list of every tree's labels (``ClassValues.ref``: handed to the statement once, read with
   DuckDB's list subscript, cheaper than a string per row and QI through Arrow); a QI's bounds
@@ -46,8 +46,8 @@ _ROW_ARROW = pa.struct([("ec", pa.int64()), ("size", pa.int64()), ("sup", pa.boo
 
 @dataclass(frozen=True)
 class Columns:
-    """Per-class published values of a run (``class_columns``), C classes: integer QIs
-    (``plan.integer`` order) ``lo_i``/``hi_i`` int64 (n_int, C) with NULL masks ``null_lo_i``/
+    """Per-class published values of a run (``class_columns``), C classes: integer and DECIMAL
+    QIs (``published.int_carried`` order; a DECIMAL's as unscaled integers) ``lo_i``/``hi_i`` int64 (n_int, C) with NULL masks ``null_lo_i``/
     ``null_hi_i``; other numeric QIs ``lo_f``/``hi_f`` float64 (n_float, C), NaN = NULL;
     categorical QIs ``label`` int32 (n_cat, C), indices into ``names`` (every tree's labels,
     tree after tree; None = the NULL leaf); ``size`` int64 (C,), ``sup`` bool (C,)."""
@@ -68,21 +68,29 @@ def class_columns(res) -> Columns:
     """The published values of every class of the AnonymizationResult ``res`` (see
     :class:`Columns`): coordinates -> exact values through each column's codec (codec.py).
     O(classes x QIs)."""
+    from .published import int_carried
     g, plan, data = res.generalized, res.plan, res.data
     C = g.n_classes
     num_names = data.num_names
-    int_cols = [num_names.index(c) for c in plan.integer]
-    flt_cols = [i for i, c in enumerate(num_names) if c not in plan.integer]
+    carried = int_carried(plan)
+    decimals = res.decimals or {}
+    flt_cols = [i for i, c in enumerate(num_names) if c not in carried]
 
-    def ints(src):
-        pairs = [data.codec(j).decode_int(src[:, j]) if data.codec(j) is not None
-                 else (np.where(np.isnan(src[:, j]), 0, src[:, j]).astype(np.int64),
-                       np.isnan(src[:, j])) for j in int_cols]
+    def one(c, src, side):
+        if c in decimals:  # unscaled exact bounds (kanon_duckdb.decimals)
+            return decimals[c][side], decimals[c][2 + side]
+        j = num_names.index(c)
+        if data.codec(j) is not None:
+            return data.codec(j).decode_int(src[:, j])
+        return np.where(np.isnan(src[:, j]), 0, src[:, j]).astype(np.int64), np.isnan(src[:, j])
+
+    def ints(src, side):
+        pairs = [one(c, src, side) for c in carried]
         return (np.array([p[0] for p in pairs], dtype=np.int64).reshape(len(pairs), C),
                 np.array([p[1] for p in pairs], dtype=bool).reshape(len(pairs), C))
 
-    lo_i, null_lo_i = ints(g.lo)
-    hi_i, null_hi_i = ints(g.hi)
+    lo_i, null_lo_i = ints(g.lo, 0)
+    hi_i, null_hi_i = ints(g.hi, 1)
     floats = [np.array([data.decode_float(j, src[:, j]) for j in flt_cols],
                        dtype=np.float64).reshape(len(flt_cols), C) for src in (g.lo, g.hi)]
     names, label = [], np.zeros((0, C), dtype=np.int32)
@@ -97,15 +105,20 @@ def class_columns(res) -> Columns:
                    np.asarray(g.size, dtype=np.int64), sup)
 
 
-def _kind(plan, c) -> tuple[str, str | None]:
-    """(list of ROW_TYPE holding numeric QI ``c``'s bounds, SQL type to cast them to or None)."""
-    from .published import bound_type
+def _kind(plan, c):
+    """(list of ROW_TYPE holding numeric QI ``c``'s bounds, function from that list's SQL
+    element to the output column's SQL)."""
+    from .published import bound_type, decimal_width, unscaled_sql
     integer = c in plan.integer
     typ = bound_type(plan.types[c], integer)
+    if not integer and decimal_width(plan.types[c]) is not None:
+        return "i64", lambda expr: unscaled_sql(expr, typ)
     if integer:
         kind = "i32" if typ.upper() == "INTEGER" else "i64"
-        return kind, None if typ.upper() in ("INTEGER", "BIGINT") else typ
-    return "f64", None if typ.upper() == "DOUBLE" else typ
+        same = typ.upper() in ("INTEGER", "BIGINT")
+    else:
+        kind, same = "f64", typ.upper() == "DOUBLE"
+    return kind, (lambda expr: expr) if same else (lambda expr: f"CAST({expr} AS {typ})")
 
 
 def row_layout(plan, row: str, names: str) -> list:
@@ -117,11 +130,10 @@ def row_layout(plan, row: str, names: str) -> list:
     layout = []
     for c in plan.columns:
         if c in plan.numeric:
-            kind, cast = _kind(plan, c)
+            kind, sql = _kind(plan, c)
             for name in bound_columns(c):
                 used[kind] += 1
-                expr = f"{row}.{kind}[{used[kind]}]"
-                layout.append((name, expr if cast is None else f"CAST({expr} AS {cast})"))
+                layout.append((name, sql(f"{row}.{kind}[{used[kind]}]")))
         elif c in plan.categorical:
             used["lab"] += 1
             layout.append((c, f"{names}[{row}.lab[{used['lab']}]]"))
@@ -140,12 +152,14 @@ class ClassValues:
         self.size, self.sup = cols.size, cols.sup
         C = cols.size.size
         parts = {kind: [] for kind in _KINDS}  # kind -> [(values (C,), NULL mask (C,) or None)]
-        floats = [c for c in plan.numeric if c not in plan.integer]
+        from .published import int_carried
+        carried = int_carried(plan)
+        floats = [c for c in plan.numeric if c not in carried]
         for c in plan.columns:
             if c in plan.numeric:
                 kind = _kind(plan, c)[0]
-                if c in plan.integer:
-                    j = plan.integer.index(c)
+                if c in carried:
+                    j = carried.index(c)
                     parts[kind] += [(cols.lo_i[j], cols.null_lo_i[j]), (cols.hi_i[j], cols.null_hi_i[j])]
                 else:
                     j = floats.index(c)

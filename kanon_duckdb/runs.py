@@ -1,4 +1,7 @@
-"""The ``kanon_runs`` table: one row per anonymization run, written when a run succeeds.
+"""The ``kanon_runs`` table: one row per anonymization run, written when a run succeeds (a
+``k_anonymize`` statement's run: when the statement has taken its whole output, under an id
+reserved before its first row, ``reserve_run_id``; so a statement failing while it writes its
+output leaves no row).
 
 Its columns are the declared fields of :class:`RunRecord` (``RUNS_COLUMNS`` gives their SQL
 types); the SQL metrics read declared columns only (``numeric_qi``/``categorical_qi`` to find the
@@ -15,6 +18,7 @@ import weakref
 import duckdb
 from dataclasses import dataclass, field, fields
 
+from .errors import ConcurrentChangeError
 from .readonly import read_only_error
 
 # Runs of one statement (several k_anonymize calls) are recorded from parallel threads through
@@ -115,18 +119,62 @@ def own_cursor(cur):
 
 
 _INSERT = (f"INSERT INTO kanon_runs (run_id, {', '.join(name for name, _ in RUNS_COLUMNS)}) "
-           f"SELECT coalesce(max(run_id), 0) + 1, {', '.join('?' for _ in RUNS_COLUMNS)} "
-           f"FROM kanon_runs RETURNING run_id")  # the next id and the row in one statement
+           f"SELECT coalesce(?, greatest(coalesce(max(run_id), 0), ?) + 1), "
+           f"{', '.join('?' for _ in RUNS_COLUMNS)} "
+           f"FROM kanon_runs HAVING NOT coalesce(bool_or(run_id = ?), false) "
+           f"RETURNING run_id")  # the next id (or the reserved one, if still free) and the row
+
+# Ids handed to runs whose row is written once their output is (``reserve_run_id``), per
+# database (``key``: the registered connection whose statements run them, held weakly): no other run of that
+# database in this process takes them meanwhile. A reservation ends with ``record_run(...,
+# run_id=)`` or ``release_run_id``; one abandoned part-way (an error while the output was
+# written) ends when its pass is dropped idle (assignment.IDLE_S), so the next runs of that
+# database skip its id meanwhile.
+_RESERVED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def record_run(con, rec: RunRecord) -> int:
-    """Insert ``rec`` under the next run id (parameters bound, nothing spliced); returns the id.
+def _reserved(key) -> set:
+    """The ids reserved under ``key`` (a live set; an empty one for no key)."""
+    if key is None:
+        return set()
+    taken = _RESERVED.get(key)
+    if taken is None:
+        taken = _RESERVED[key] = set()
+    return taken
+
+
+def reserve_run_id(con, key) -> int:
+    """The id the next run recorded through ``con`` gets, reserved under ``key`` (the
+    database's registered connection) for a run whose kanon_runs row is written later
+    (``record_run(con, rec, run_id=..., key=key)``, when the statement has taken its whole
+    output; ``release_run_id`` when it never does): one aggregate over kanon_runs."""
+    with _RECORD_LOCK:
+        try:
+            top = con.execute("SELECT max(run_id) FROM kanon_runs").fetchall()[0][0] or 0
+        except duckdb.CatalogException:
+            top = 0
+        taken = _reserved(key)
+        run_id = max([top, *taken]) + 1
+        taken.add(run_id)
+    return run_id
+
+
+def release_run_id(run_id: int, key) -> None:
+    """End the reservation of ``run_id`` without a row (its output was never complete)."""
+    with _RECORD_LOCK:
+        _reserved(key).discard(run_id)
+
+
+def record_run(con, rec: RunRecord, run_id: int | None = None, key=None) -> int:
+    """Insert ``rec`` under the next run id (past the ids reserved under ``key``), or under
+    ``run_id`` reserved by ``reserve_run_id`` (parameters bound, nothing spliced); returns the
+    id. A reserved id another process's run took meanwhile: ConcurrentChangeError.
     The table is made complete first (``ensure_runs_table``: a bind, no statement, so an open
     transaction of the caller's stays usable); on a cursor of :func:`own_cursor` only when the
     insert fails to bind it (no table, or one of an earlier version). On a database opened
     read-only: ReadOnlyDatabaseError naming the fix (``readonly.read_only_error``)."""
     try:
-        return _insert_run(con, rec)
+        return _insert_run(con, rec, run_id, key)
     except duckdb.Error as e:
         err = read_only_error(con, "k_anonymize records each run", "kanon_runs")
         if err is None:
@@ -134,16 +182,26 @@ def record_run(con, rec: RunRecord) -> int:
         raise err from e
 
 
-def _insert_run(con, rec: RunRecord) -> int:
-    values = [_to_sql(name, getattr(rec, name)) for name, _ in RUNS_COLUMNS]
+def _insert_run(con, rec: RunRecord, run_id: int | None, key) -> int:
     with _RECORD_LOCK:
+        taken = _reserved(key)
+        taken.discard(run_id)
+        values = [run_id, max(taken, default=0)]
+        values += [_to_sql(name, getattr(rec, name)) for name, _ in RUNS_COLUMNS] + [run_id]
+        rows = None
         if con in _OWN_CURSORS:
             try:
-                return int(con.execute(_INSERT, values).fetchall()[0][0])
+                rows = con.execute(_INSERT, values).fetchall()
             except (duckdb.CatalogException, duckdb.BinderException):
                 pass  # made complete below, then inserted again
-        ensure_runs_table(con)
-        return int(con.execute(_INSERT, values).fetchall()[0][0])
+        if rows is None:
+            ensure_runs_table(con)
+            rows = con.execute(_INSERT, values).fetchall()
+    if not rows:
+        raise ConcurrentChangeError(
+            f"k_anonymize: run id {run_id} was taken by another run meanwhile (a run recorded "
+            f"through another connection of this database); run it again")
+    return int(rows[0][0])
 
 
 def _to_sql(name, value):

@@ -50,7 +50,7 @@ def test_base_output_shape(base):
     cols, types, rows = base
     assert cols == ["id", "Age_min", "Age_max", "zip", "score_min", "score_max", "born", "note",
                     "sex", "w_min", "w_max", "ec", "ec_size", "suppressed", "kanon_run"]
-    assert types[1:3] == ["INTEGER", "INTEGER"] and types[4:6] == ["DOUBLE", "DOUBLE"]  # DECIMAL(18,2): DOUBLE
+    assert types[1:3] == ["INTEGER", "INTEGER"] and types[4:6] == ["DECIMAL(22,2)", "DECIMAL(22,2)"]
     assert len(rows) == 300
 
 
@@ -162,12 +162,12 @@ TYPES = sorted(_INT_TYPES - {"INT"}) + sorted(_FLOAT_TYPES) + [
 @pytest.mark.parametrize("sql_type", TYPES)
 def test_overload_dispatch_follows_plan_qis(con, sql_type):
     """sql/caller_read.sql's overloads pick bounds exactly where encoding's plan_qis makes the
-    QI numeric, of published.bound_type's type (the integer bound for integer QIs), DOUBLE for
-    every DECIMAL (published.caller_bound_type)."""
+    QI numeric, of published.bound_type's type (the integer bound for integer QIs; a DECIMAL's
+    own, published.caller_bound_type)."""
     con.execute(f"CREATE OR REPLACE TABLE typed AS SELECT NULL::{sql_type} AS v")
     plan = plan_qis(con, "typed", ["v"])
     cell, bound = con.execute("SELECT typeof(__kanon_cell(v, lo, hi, lab)), "
-                              "typeof(__kanon_bound(v, 1::BIGINT, 0.5::DOUBLE)) "
+                              "typeof(__kanon_bound(v, v, 1::BIGINT, 0.5::DOUBLE)) "
                               "FROM (SELECT v, 1 AS lo, 2 AS hi, 'x' AS lab FROM typed)").fetchall()[0]
     assert cell.startswith("STRUCT(lo") == bool(plan.numeric), (cell, plan)
     want = caller_bound_type(plan.types["v"], bool(plan.integer)) if plan.numeric else "DOUBLE"

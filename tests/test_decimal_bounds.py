@@ -1,11 +1,13 @@
-"""DECIMAL numeric QIs publish their bounds in the column's own DECIMAL(p, s) for p <= 15
-(published.bound_type), holding exactly data values, for every algorithm; a wider DECIMAL keeps
-DOUBLE bounds (its float64 values can be off by units of the scale). Checked the way an
-independent reader would: the source as Python ``Decimal``, the bounds as fetched, compared
-exactly; gcp(), kanon_qi_loss and the run's qi_loss against an exact Fraction recomputation.
+"""DECIMAL numeric QIs publish their bounds in the column's own DECIMAL(p, s), any p
+(published.bound_type), holding exactly data values, for every algorithm and on the TEMP-table
+path too. Checked the way an independent reader would: the source as Python ``Decimal``, the
+bounds as fetched, compared exactly; gcp(), kanon_qi_loss and the run's qi_loss against an exact
+Fraction recomputation.
 
 Before: every DECIMAL QI published DOUBLE bounds, the float64 nearest the class extreme, e.g.
-c_min = 0.1000000000000000055 for a row holding Decimal('0.1'): "untruthful" compared exactly.
+c_min = 0.1000000000000000055 for a row holding Decimal('0.1'): "untruthful" compared exactly;
+then (s24) DECIMAL(p <= 15) published exactly, a wider one still DOUBLE (``w`` and ``x`` below:
+values of 18 and 24 digits, many sharing one DOUBLE) and every DECIMAL of a TEMP table DOUBLE.
 """
 from decimal import Decimal
 from fractions import Fraction
@@ -22,9 +24,10 @@ N = 160
 COLS = {  # column -> (SQL type, the bounds' SQL type)
     "a": ("DECIMAL(12,3)", "DECIMAL(12,3)"),
     "b": ("DECIMAL(5,2)", "DECIMAL(5,2)"),
-    "w": ("DECIMAL(18,4)", "DOUBLE"),  # p > 15: DOUBLE, documented
+    "w": ("DECIMAL(18,4)", "DECIMAL(18,4)"),
+    "x": ("DECIMAL(38,10)", "DECIMAL(38,10)"),
 }
-EXACT = ("a", "b")  # the columns whose bounds are compared as exact decimals
+EXACT = ("a", "b", "w", "x")  # the columns whose bounds are compared as exact decimals
 
 
 @pytest.fixture(scope="module")
@@ -35,13 +38,20 @@ def con():
     for i in range(N):
         a = Decimal(int(rng.integers(-2_000_000, 2_000_000))).scaleb(-3)  # x.yyy, mostly inexact
         b = "NULL" if i % 17 == 5 else str(Decimal(int(rng.integers(-999, 1000))).scaleb(-2))
-        w = Decimal(int(rng.integers(0, 10 ** 8))).scaleb(-4)
-        rows.append(f"({i}, '{a}', '{b}' , '{w}', 'c{i % 3}')".replace("'NULL'", "NULL"))
+        # 18 digits near 9e13: neighbours 0.0001 apart share a DOUBLE (its step there: 0.0156)
+        w = (Decimal(91234567890123) + Decimal(int(rng.integers(0, 3000))).scaleb(-4))
+        # 19 digits, scale 10 (unscaled 8.1e18, within BIGINT): neighbours 1e-10 apart share one
+        x = Decimal(int(rng.integers(-3000, 3000))).scaleb(-10) + Decimal(812345678)  # DOUBLE
+        rows.append(f"({i}, '{a}', '{b}' , '{w}', '{x}', 'c{i % 3}')".replace("'NULL'", "NULL"))
     casts = ", ".join(f"{q}::{typ} AS {q}" for q, (typ, _) in COLS.items())
     c.execute(f"CREATE TABLE dec_src AS SELECT id, {casts}, c FROM (VALUES {', '.join(rows)}) "
               f"v(id, {', '.join(COLS)}, c)")
-    c.execute("INSERT INTO dec_src VALUES (1000, 0.1, 0.1, 0.1, 'c0'), (1001, 0.1, 0.1, 0.1, 'c0'),"
-              " (1002, 0.2, 0.3, 0.3, 'c1')")  # 0.1, 0.2, 0.3: not exact in float64
+    c.execute("INSERT INTO dec_src VALUES (1000, 0.1, 0.1, 0.1, 0.1, 'c0'), "
+              "(1001, 0.1, 0.1, 0.1, 0.1, 'c0'), (1002, 0.2, 0.3, 0.3, 0.3, 'c1')")  # not exact
+    # in float64; and w / x values one unit of the scale apart that share one DOUBLE
+    assert c.execute("SELECT count(DISTINCT w) > count(DISTINCT w::DOUBLE), "
+                     "count(DISTINCT x) > count(DISTINCT x::DOUBLE) FROM dec_src").fetchall() \
+        == [(True, True)]
     yield c
     c.close()
 
@@ -109,3 +119,46 @@ def test_the_rewriter_reads_decimal_bounds_as_it_read_doubles(con, algo):
             assert [x if isinstance(x, str) else pytest.approx(float(x), rel=1e-12)
                     for x in g] == [x if isinstance(x, str) else float(x) for x in o], sql
         assert con.execute(kanon_rewrite(con, sql, "dec_out")).fetchall()
+
+
+@pytest.mark.parametrize("algo", ["mondrian", "kmember", "optimal"])
+def test_a_temp_tables_decimal_bounds_are_its_own_type_and_exact(con, algo):
+    """The TEMP-table path (sql/caller_read.sql) publishes the same DECIMAL(p, s) bounds, the
+    same values, as the base-table path."""
+    con.execute("CREATE OR REPLACE TEMP TABLE dec_tmp AS FROM dec_src")
+    args = f"k := 4, algo := '{algo}', qi := ['a', 'b', 'w', 'x', 'c']"
+    base = con.sql(f"SELECT * EXCLUDE (kanon_run) FROM k_anonymize('dec_src', {args}) ORDER BY id")
+    temp = con.sql(f"SELECT * EXCLUDE (kanon_run) FROM k_anonymize('dec_tmp', {args}) ORDER BY id")
+    assert [str(t) for t in temp.types] == [str(t) for t in base.types]
+    assert temp.fetchall() == base.fetchall()
+    con.execute("DROP TABLE dec_tmp")
+
+
+def test_a_decimal_beyond_bigint_unscaled_is_refused_by_name():
+    c = kanon_duckdb.connect()
+    try:
+        c.execute("CREATE TABLE big_dec AS SELECT (i * 1e20)::DECIMAL(38,2) AS v "
+                  "FROM range(10) r(i)")
+        with pytest.raises(Exception, match="'v' .*unscaled integer .*outside the BIGINT range"):
+            c.execute("FROM k_anonymize('big_dec', k := 2, qi := ['v'])").fetchall()
+    finally:
+        c.close()
+
+
+def test_a_scale_past_18_is_exact_on_both_paths():
+    """DECIMAL(38, 20): the unscaled bounds go back through their text (published.unscaled_sql)."""
+    c = kanon_duckdb.connect()
+    try:
+        c.execute("CREATE TABLE s20 AS SELECT i AS id, (i * 0.00000000000000000013 "
+                  "- 0.0000000001)::DECIMAL(38,20) AS v FROM range(40) r(i)")
+        c.execute("CREATE TEMP TABLE t20 AS FROM s20")
+        outs = [c.sql(f"SELECT * FROM k_anonymize('{t}', k := 4, qi := ['v']) ORDER BY id")
+                for t in ("s20", "t20")]
+        assert [str(t) for t in outs[0].types][1:3] == ["DECIMAL(38,20)"] * 2
+        rows = [o.fetchall() for o in outs]
+        assert [r[:3] for r in rows[0]] == [r[:3] for r in rows[1]]
+        values = {r[0] for r in c.execute("SELECT v FROM s20").fetchall()}
+        for (i, lo, hi, *_), (v,) in zip(rows[0], c.execute("SELECT v FROM s20 ORDER BY id").fetchall()):
+            assert lo in values and hi in values and lo <= v <= hi, (i, lo, v, hi)
+    finally:
+        c.close()

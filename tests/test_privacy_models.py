@@ -193,10 +193,24 @@ def test_sql_recursive_l_diversity(con):
     ({"sensitive": "s", "t": 0.2, "t_distance": "cosine"}, "'t_distance'.* must be one of"),
     ({"max_risk": 0}, r"'max_risk'.* must be a number in \(0, 1\]"),
     ({"sensitive": "s", "l": 2.5}, "whole number"),
+    ({"sensitive": "s", "l": 2.5, "l_variant": "distinct"}, "distinct l-diversity needs a whole"),
+    ({"sensitive": "s", "l": 2.5, "l_variant": "recursive", "c": 3},
+     r"recursive \(c,l\)-diversity needs a whole number l .*got 2.5"),
+    ({"sensitive": "s", "l": "2.5", "l_variant": "recursive", "c": 3}, "whole number"),
 ])
 def test_bad_model_parameters_are_named(params, match):
     with pytest.raises(InvalidParameterError, match=match):
         parse_models(params, 2)
+
+
+def test_entropy_l_and_recursive_c_may_be_real_numbers():
+    """As in ARX (EntropyLDiversity(String, double l); RecursiveCLDiversity(String, double c,
+    int l)): entropy l and recursive c are real numbers, distinct and recursive l whole."""
+    models, _, _ = parse_models({"sensitive": "s", "l": 2.5, "l_variant": "entropy"}, 2)
+    assert models[1].l == 2.5
+    models, _, _ = parse_models({"sensitive": "s", "l": 3.0, "l_variant": "recursive",
+                                 "c": 0.5}, 2)
+    assert (models[1].c, models[1].l) == (0.5, 3)
 
 
 def test_model_declarations():

@@ -47,7 +47,7 @@ def _reference(con, pred):
     """By hand, per class: a point class counts whole when DuckDB says its value satisfies
     ``pred``; a range [lo, hi] (hi = inf read as the finite maximum 19) the uniform share of
     it that the predicate's interval set covers."""
-    s = INTERVALS[pred]
+    s = INTERVALS[pred] if pred in INTERVALS else INFINITE[pred]
     total = 0.0
     for lo, hi, n in con.execute("SELECT x_min, x_max, count(*) FROM o GROUP BY ALL").fetchall():
         if lo == hi:
@@ -79,6 +79,58 @@ INTERVALS = {
 }
 
 
+# infinite constants, as DuckDB reads them ('inf'::DOUBLE, '-Infinity', a literal beyond the
+# DOUBLE range): the finite values each selects (for the ranges), the point classes by DuckDB
+INFINITE = {
+    "x < 'inf'::DOUBLE": IntervalSet.everything(),
+    "x <= 'inf'::DOUBLE": IntervalSet.everything(),
+    "x = 'inf'::DOUBLE": IntervalSet.nothing(),
+    "x >= 'Infinity'::DOUBLE": IntervalSet.nothing(),
+    "x > 'inf'::DOUBLE": IntervalSet.nothing(),
+    "x <> 'inf'::DOUBLE": IntervalSet.everything(),
+    "x > '-inf'::DOUBLE": IntervalSet.everything(),
+    "x = CAST('-Infinity' AS DOUBLE)": IntervalSet.nothing(),
+    "x > -'inf'::DOUBLE": IntervalSet.everything(),
+    "x < 1e400": IntervalSet.everything(),
+    "x > -1e400": IntervalSet.everything(),
+    "x < 'inf'": IntervalSet.everything(),
+    "x BETWEEN '-inf'::DOUBLE AND 1": IntervalSet.compare("<=", Fraction(1)),
+    "x IN ('inf'::DOUBLE, 3)": IntervalSet.compare("=", Fraction(3)),
+    "NOT (x < 'inf'::DOUBLE) OR x < 2": IntervalSet.compare("<", Fraction(2)),
+    "x < 'inf'::DOUBLE AND x > '-inf'::DOUBLE": IntervalSet.everything(),
+}
+WHOLE = ("x < 'inf'::DOUBLE", "x = 'inf'::DOUBLE", "x > '-inf'::DOUBLE", "x < 1e400",
+         "x = CAST('-Infinity' AS DOUBLE)", "x < 'inf'::DOUBLE AND x > '-inf'::DOUBLE")
+
+
+@pytest.mark.parametrize("pred", list(INFINITE))
+def test_infinite_constants_read_as_duckdb_reads_them(con, pred):
+    """An infinite constant in the WHERE clause selects what it selects in raw SQL: 'inf' is
+    above every number, equal to itself only. Before: 'inf'::DOUBLE was refused as text, and
+    ``x < 1e400`` (the DOUBLE inf in DuckDB) counted the +inf class as below it."""
+    true, est = con.execute("FROM query_error(?, 't', 'o')",
+                            [f"SELECT count(*) FROM t WHERE {pred}"]).fetchall()[0][:2]
+    assert true == con.execute(f"SELECT count(*) FROM t WHERE {pred}").fetchall()[0][0]
+    assert est == pytest.approx(_reference(con, pred))
+    if pred in WHOLE:
+        assert est == pytest.approx(true)
+
+
+def test_infinite_constants_in_the_workload_evaluator(con):
+    preds = list(INFINITE)
+    con.execute("CREATE OR REPLACE TABLE wi AS SELECT row_number() OVER () AS qid, "
+                "'SELECT count(*) FROM t WHERE ' || p AS sql FROM unnest(?) u(p)", [preds])
+    for (qid, true, est), pred in zip(workload_errors(con, "wi", "t", "o"), preds):
+        assert true == con.execute(f"SELECT count(*) FROM t WHERE {pred}").fetchall()[0][0]
+        assert est == pytest.approx(_reference(con, pred)), pred
+
+
+def test_nan_constant_is_refused_by_name(con):
+    with pytest.raises(Exception, match="with NaN .*publishes NaN values as NULL"):
+        con.execute("FROM query_error('SELECT count(*) FROM t WHERE x < ''nan''::DOUBLE', "
+                    "'t', 'o')").fetchall()
+
+
 def test_workload_evaluator_agrees(con):
     con.execute("CREATE OR REPLACE TABLE w AS SELECT row_number() OVER () AS qid, "
                 "'SELECT count(*) FROM t WHERE ' || p AS sql FROM unnest(?) u(p)", [PREDICATES])
@@ -99,6 +151,19 @@ def test_k_anonymize_output_with_a_minus_inf_class(con):
             assert rows == [(10, 0.0, 1.0)]
         else:
             assert rows == [(true, pytest.approx(true), pytest.approx(0.0))]
+
+
+def test_sets_of_infinite_constants():
+    inf = float("inf")
+    below = IntervalSet.compare("<", inf)  # every finite value and -inf
+    assert below.holds_infinity(-1) and not below.holds_infinity(1)
+    assert below.complement() == IntervalSet.compare("=", inf)
+    assert IntervalSet.compare("<=", inf) == IntervalSet.everything()
+    assert IntervalSet.compare(">", inf).is_empty()
+    assert IntervalSet.compare(">", -inf).union(IntervalSet.compare("=", -inf)) \
+        == IntervalSet.everything()
+    assert IntervalSet.compare("<", inf).intersect(IntervalSet.compare(">", Fraction(0))) \
+        == IntervalSet.of([IntervalSet.compare(">", Fraction(0)).parts[0]], False, (False, False))
 
 
 def test_holds_infinity():

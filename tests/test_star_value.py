@@ -51,13 +51,14 @@ def test_flat_index_refuses_star_and_keeps_the_given_leaf_order():
 
 
 def test_readers_of_a_published_table_apply_the_same_rule(star_con):
-    """The taxonomy the run used is deleted: the rewrite context (query_error) and ML utility
-    fall back to the flat tree over the raw values, so they refuse '*' like the algorithms."""
+    """The run used the implicit flat tree (no '*' then), and the raw table holds '*' since:
+    the rewrite context (query_error) and ML utility build the flat tree over the raw values,
+    so they refuse '*' like the algorithms. (A tree the run used and deleted since is refused
+    by name: tests/test_taxonomy_resolution.py.)"""
     con = star_con
-    con.execute("INSERT INTO kanon_taxonomy VALUES ('c', 'a', 'any'), ('c', '*', 'any'), "
-                "('c', 'b', 'any'), ('c', 'any', NULL)")
+    con.execute("UPDATE t SET c = 'c' WHERE c = '*'")
     con.execute("CREATE TABLE t_k AS FROM k_anonymize('t', k := 2, qi := ['c'])")
-    con.execute("DELETE FROM kanon_taxonomy WHERE attr = 'c'")
+    con.execute("UPDATE t SET c = '*' WHERE c = 'c'")
     with pytest.raises(Exception) as exc:
         con.execute("FROM query_error('SELECT count(*) FROM t WHERE c = ''a''', 't', 't_k')").fetchall()
     _assert_star_message(str(exc.value))

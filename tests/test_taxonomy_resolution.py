@@ -394,3 +394,33 @@ def test_the_tree_caches_stay_bounded_and_right_under_parallel_runs():
     assert errors == [] and wrong == []
     assert len(store._INDEXES) <= store._INDEXES_KEPT
     assert len(store._FINGERPRINTS) <= store._INDEXES_KEPT
+
+
+def test_readers_of_an_earlier_output_refuse_its_tree_deleted(con):
+    """A tree a run used (kanon_runs.qi_trees) deleted since: the readers would measure the
+    earlier output against the implicit flat tree (gcp 7/12 -> 5/12 here, silently),
+    so every one refuses it, naming the tree, the QI, the run and the fix, also for a run
+    recorded without fingerprints; the tree restored, they read it again."""
+    con.execute("CREATE TABLE p_out AS FROM k_anonymize('patients', k := 2, qi := ['age', 'sex'])")
+    con.execute("CREATE TABLE p_full AS FROM k_anonymize('patients', k := 2, algo := 'optimal', "
+                "qi := ['age', 'sex'])")
+    run = con.execute("SELECT max(kanon_run) FROM p_out").fetchall()[0][0]
+    assert con.execute("SELECT gcp('p_out')").fetchall()[0][0] == pytest.approx(7 / 12)
+    con.execute("DELETE FROM kanon_taxonomy WHERE attr = 'patients.sex'")
+    want = (f"the tree 'patients.sex' \\(of QI 'sex'\\) that run {run} used is no longer in "
+            f"kanon_taxonomy; its metrics, query answers and mapping need it: restore the tree "
+            f"\\(the same rows under attr 'patients.sex'\\), or anonymize again")
+    for q in ("SELECT gcp('p_out')", "SELECT total_il('p_out')",
+              "FROM query_error('SELECT sex, count(*) FROM patients GROUP BY sex', 'patients', "
+              "'p_out')"):
+        with pytest.raises(duckdb.Error, match=want):
+            con.execute(q).fetchall()
+    with pytest.raises(duckdb.Error, match="is no longer in kanon_taxonomy"):
+        con.execute("FROM kanon_mapping('p_full')").fetchall()
+    con.execute("UPDATE kanon_runs SET qi_tree_hashes = NULL")  # as an earlier version recorded it
+    with pytest.raises(duckdb.Error, match="is no longer in kanon_taxonomy"):
+        con.execute("SELECT gcp('p_out')").fetchall()
+    # metrics that read no tree still answer
+    assert con.execute("SELECT discernibility('p_out')").fetchall()[0][0] == 8
+    store.insert_edges(con, "patients.sex", PATIENT_TREE)
+    assert con.execute("SELECT gcp('p_out')").fetchall()[0][0] == pytest.approx(7 / 12)

@@ -210,10 +210,12 @@ def caller_source(cur, name):
 
 
 
-def run_on(con, ctx: UdfContext, cur, source, args: dict, in_row_order: bool = False):
+def run_on(con, ctx: UdfContext, cur, source, args: dict, in_row_order: bool = False,
+           record=True):
     """Run the algorithm of ``args`` (the options ``__kanon_sql`` packed) on ``source`` through
     the reader cursor ``cur`` (the UDF's own, in autocommit mode: ``runs.own_cursor``),
-    interruptible from ``con``: the AnonymizationResult (``in_row_order``: see ``anonymize``)."""
+    interruptible from ``con``: the AnonymizationResult (``in_row_order``, ``record``: see
+    ``anonymize``)."""
     from kanon_duckdb.anonymize import anonymize
     from kanon_duckdb.runs import own_cursor
     with interrupt.watch(con, ctx.progress) as progress:
@@ -221,7 +223,29 @@ def run_on(con, ctx: UdfContext, cur, source, args: dict, in_row_order: bool = F
                          seed=args["seed"], numeric=args["numeric"],
                          categorical=args["categorical"], params=args["params"],
                          taxonomies=args.get("taxonomies"), progress=progress,
-                         in_row_order=in_row_order, rows_estimate=args.get("rows"))
+                         in_row_order=in_row_order, rows_estimate=args.get("rows"),
+                         record=record, run_key=con)
+
+
+def record_when_written(con, res):
+    """``on_done`` for the output of a run made with ``record="deferred"`` (the statement of
+    ``output_sql`` / ``positional_sql``): its kanon_runs row is written, through a cursor of
+    its own, when the statement has taken the last output row (complete), and its reserved id
+    released when the output is dropped part-way: a statement that fails while it writes the
+    output (an error, a constraint, memory) leaves no run record behind."""
+    from kanon_duckdb.runs import own_cursor, record_run, release_run_id
+    run_id, rec = res.run_id, res.pending
+
+    def on_done(complete: bool) -> None:
+        if not complete:
+            release_run_id(run_id, con)
+            return
+        cur = con.cursor()
+        try:
+            record_run(own_cursor(cur), rec, run_id=run_id, key=con)
+        finally:
+            cur.close()
+    return on_done
 
 
 def run_and_store(con, ctx: UdfContext, cur, source, args: dict, values: bool = False):
@@ -231,12 +255,14 @@ def run_and_store(con, ctx: UdfContext, cur, source, args: dict, values: bool = 
     ``row_values.ClassValues``, for ``__kanon_row``) and the caller-read path
     (``__kanon_run_rows``)."""
     from kanon_duckdb.assignment import STORE, Assignment
-    res = run_on(con, ctx, cur, source, args)
-    payload = None
+    res = run_on(con, ctx, cur, source, args, record="deferred" if values else True)
+    payload = on_done = None
     if values:
         from kanon_duckdb.row_values import ClassValues
         payload = ClassValues(res)
-    return res, STORE.start(Assignment(res.row_key, res.generalized.ec, res.data), payload)
+        on_done = record_when_written(con, res)
+    return res, STORE.start(Assignment(res.row_key, res.generalized.ec, res.data), payload,
+                            on_done)
 
 
 # Above this many rows (the catalog's estimate) a statement joins the class table to a parallel
@@ -317,12 +343,15 @@ def declare(ctx: UdfContext) -> list[UDF]:
         args = json.loads(first_value(args_json))
         cur = con.cursor()
         try:
-            res = run_on(con, ctx, cur, QIPlan(**args["plan"]), args, in_row_order=True)
+            res = run_on(con, ctx, cur, QIPlan(**args["plan"]), args, in_row_order=True,
+                         record="deferred")
             ec, keys = rows_in_order(cur, res) if res.data.counts is not None else (None, None)
         finally:
             cur.close()
         n_rows = res.data.n_rows
         out = rows_arrow(res, ec, keys)
+        from kanon_duckdb.assignment import STORE
+        STORE.expect_rows(res.run_id, n_rows, record_when_written(con, res))
         del res
         from kanon_duckdb.heap import release_freed
         release_freed(n_rows)
@@ -339,6 +368,11 @@ def declare(ctx: UdfContext) -> list[UDF]:
         ec, values = STORE.published_of(first_value(token), to_numpy(key), first_value(n_rows))
         return values.at(ec)
 
+    def kanon_seen(run_id):
+        from kanon_duckdb.assignment import STORE
+        STORE.rows_seen(first_value(run_id), len(run_id))
+        return from_numpy(np.ones(len(run_id), dtype=bool))
+
     def kanon_ec(token, key):
         from kanon_duckdb.assignment import STORE
         return from_numpy(STORE.classes_of(first_value(token), to_numpy(key)), pa.int64())
@@ -350,4 +384,5 @@ def declare(ctx: UdfContext) -> list[UDF]:
         UDF("__kanon_run", kanon_run, ("VARCHAR",), RUN_REF_TYPE, side_effects=True),
         UDF("__kanon_publish", kanon_publish, ("VARCHAR",), ROWS_TYPE, side_effects=True),
         UDF("__kanon_pass", kanon_pass, ("BIGINT",), RUN_REF_TYPE, side_effects=True),
+        UDF("__kanon_seen", kanon_seen, ("BIGINT",), "BOOLEAN", side_effects=True),
     ]

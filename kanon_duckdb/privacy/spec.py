@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import InfeasibleError, InvalidParameterError, TaxonomyError
+from ..params import check_l
 from . import _kernels as K
 from .models import (
     L_VARIANTS,
@@ -72,14 +73,11 @@ def parse_models(params: dict, k: int, algo: str = "k_anonymize"):
         raise InvalidParameterError("c := applies to l_variant := 'recursive' only")
     if l is not None:
         variant = variant or "distinct"
-        if variant == "recursive":
-            if c is None:
-                raise InvalidParameterError("l_variant := 'recursive' needs c := (e.g. c := 3)")
-            models.append(RecursiveCLDiversity(c, l))
-        else:
-            if variant == "distinct" and l != int(l):
-                raise InvalidParameterError(f"distinct l-diversity needs a whole number l, got {l}")
-            models.append(L_VARIANTS[variant](l))
+        if variant == "recursive" and c is None:
+            raise InvalidParameterError("l_variant := 'recursive' needs c := (e.g. c := 3)")
+        l = check_l(l, variant)
+        models.append(RecursiveCLDiversity(c, l) if variant == "recursive"
+                      else L_VARIANTS[variant](l))
     if t is not None:
         models.append(TCloseness(t, tdist or "default"))
     if (l is not None or t is not None) and not sensitive:

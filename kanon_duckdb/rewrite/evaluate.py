@@ -175,7 +175,8 @@ def _and(factors):
 
 
 def _member(s, x) -> np.ndarray:
-    """Whether each x lies in the interval set s (unbounded ends allowed)."""
+    """Whether each x lies in the interval set s (unbounded ends allowed; -inf and +inf by
+    ``s.holds_infinity``)."""
     out = np.zeros(x.shape, dtype=bool)
     with np.errstate(invalid="ignore"):
         for iv in s.parts:
@@ -185,6 +186,9 @@ def _member(s, x) -> np.ndarray:
             if iv.hi is not None:
                 inside &= (x <= float(iv.hi)) if iv.hi_closed else (x < float(iv.hi))
             out |= inside
+        if s.infinities is not None:
+            out = np.where(np.isposinf(x), s.holds_infinity(1),
+                           np.where(np.isneginf(x), s.holds_infinity(-1), out))
     return out
 
 

@@ -23,6 +23,7 @@ leaves under the label, a predicate holds for a *fraction* of the row:
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -119,21 +120,48 @@ def _qi_column(node, ctx):
     return None
 
 
+def sql_number(text: str, attr=None):
+    """The number DuckDB reads from the constant ``text`` (a numeric literal, or a string cast
+    or compared to a number): an exact Fraction, or the float -inf / inf for 'inf', '-Infinity'
+    and for a literal beyond the DOUBLE range (``1e400`` is the DOUBLE inf in DuckDB), None
+    when it is not a number. NaN is refused by name: an anonymized table publishes a NaN as
+    NULL (the NULL policy), so a comparison with it has no estimate."""
+    t = text.strip()
+    try:
+        f = float(t)
+    except ValueError:
+        return None
+    if math.isnan(f):
+        raise UnsupportedQueryError(
+            f"cannot estimate a comparison{f' of {attr!r}' if attr else ''} with NaN ('{text}'): "
+            f"k_anonymize publishes NaN values as NULL; use IS NULL / isnan() on the raw table")
+    if math.isinf(f):
+        return f
+    try:
+        return Fraction(t.replace("_", ""))
+    except ValueError:
+        return None
+
+
 def _constant(node):
-    """Python value of a constant operand (Fraction or str), or raise when it is not one."""
+    """Python value of a constant operand (a Fraction, the float -inf / inf, or a str), or raise
+    when it is not one."""
     while isinstance(node, exp.Paren):
         node = node.this
     if isinstance(node, exp.Cast):
         v = _constant(node.this)
+        if isinstance(v, str) and node.to.is_type(*exp.DataType.REAL_TYPES):
+            n = sql_number(v)
+            v = v if n is None else n  # a number now, as DuckDB casts it (a bad one: its error)
         if isinstance(v, Fraction) and v.denominator != 1 and node.to.is_type(*exp.DataType.INTEGER_TYPES):
             raise UnsupportedQueryError(f"cannot estimate `{to_sql(node)}`: write the rounded constant")
         return v
     if isinstance(node, exp.Neg):
         v = _constant(node.this)
-        if isinstance(v, Fraction):
+        if isinstance(v, (Fraction, float)):
             return -v
     if isinstance(node, exp.Literal):
-        return node.this if node.is_string else Fraction(node.this)
+        return node.this if node.is_string else sql_number(node.this)
     if isinstance(node, exp.Null):
         raise UnsupportedQueryError(
             f"comparison of a quasi-identifier with NULL (`{to_sql(node.parent)}`) is always NULL; "
@@ -220,20 +248,20 @@ def _compare_set(attr, op, value, ctx):
     if ctx.kind(attr) == "numeric":
         q = ctx.numeric[attr]
         if isinstance(value, str):
-            try:
-                value = Fraction(value.strip())
-            except ValueError:
+            number = sql_number(value, attr)
+            if number is None:
                 raise UnsupportedQueryError(
-                    f"numeric quasi-identifier '{attr}' compared with the text '{value}'") from None
+                    f"numeric quasi-identifier '{attr}' compared with the text '{value}'")
+            value = number
         return IntervalSet.compare(op, value, q.integer)
     q = ctx.categorical[attr]
     if q.numeric_leaves:
         if isinstance(value, str):
-            try:
-                value = Fraction(value.strip())
-            except ValueError:
+            number = sql_number(value, attr)
+            if number is None:
                 raise UnsupportedQueryError(
-                    f"quasi-identifier '{attr}' holds numbers but is compared with '{value}'") from None
+                    f"quasi-identifier '{attr}' holds numbers but is compared with '{value}'")
+            value = number
     elif not isinstance(value, str):
         raise UnsupportedQueryError(
             f"text quasi-identifier '{attr}' compared with the number {_show(value)}; "

@@ -79,10 +79,17 @@ def _upper_min(a: Interval, b: Interval):
 
 @dataclass(frozen=True)
 class IntervalSet:
-    """A union of disjoint intervals, sorted; ``integer=True`` keeps closed integer bounds."""
+    """A union of disjoint intervals, sorted; ``integer=True`` keeps closed integer bounds.
+
+    Over the extended reals, as SQL orders DOUBLE: an end unbounded on one side also holds that
+    infinity (``x < 0`` holds -inf). ``infinities`` = (holds -inf, holds +inf) only where a
+    comparison with an infinite constant made it differ from that (``x < 'inf'::DOUBLE``: every
+    finite value and -inf, not +inf); None otherwise (one canonical form, so equal sets compare
+    equal)."""
 
     parts: tuple
     integer: bool = False
+    infinities: tuple | None = None
 
     # ----------------------------------------------------------------- constructors
     @classmethod
@@ -94,8 +101,9 @@ class IntervalSet:
         return cls((), integer)
 
     @classmethod
-    def of(cls, intervals, integer: bool = False) -> "IntervalSet":
-        """Normalise arbitrary (possibly overlapping, empty) intervals into a set."""
+    def of(cls, intervals, integer: bool = False, infinities=None) -> "IntervalSet":
+        """Normalise arbitrary (possibly overlapping, empty) intervals into a set (holding the
+        infinities ``infinities`` = (-inf?, +inf?) when given, else as its ends imply)."""
         ivs = [_integerize(iv) if integer else iv for iv in intervals]
         ivs = sorted((iv for iv in ivs if iv is not None and not iv.is_empty()), key=_lo_key)
         merged: list[Interval] = []
@@ -105,11 +113,23 @@ class IntervalSet:
                 hi, hic = (last.hi, last.hi_closed) if _upper_greater(last, iv) else (iv.hi, iv.hi_closed)
                 iv = Interval(last.lo, hi, last.lo_closed, hic)
             merged.append(iv)
-        return cls(tuple(merged), integer)
+        out = cls(tuple(merged), integer)
+        if infinities is not None and tuple(infinities) != out._implied():
+            out = cls(out.parts, integer, tuple(bool(x) for x in infinities))
+        return out
+
+    def _implied(self) -> tuple:
+        return (any(iv.lo is None for iv in self.parts), any(iv.hi is None for iv in self.parts))
+
+    def _inf(self) -> tuple:
+        return self.infinities if self.infinities is not None else self._implied()
 
     @classmethod
-    def compare(cls, op: str, value: Fraction, integer: bool = False) -> "IntervalSet":
-        """The set ``{x : x <op> value}`` for op in =, <>, <, <=, >, >=."""
+    def compare(cls, op: str, value, integer: bool = False) -> "IntervalSet":
+        """The set ``{x : x <op> value}`` for op in =, <>, <, <=, >, >=; ``value`` a Fraction
+        (or int), or the float -inf / inf (SQL's infinite DOUBLE, below / above every number)."""
+        if isinstance(value, float) and math.isinf(value):
+            return cls._compare_infinite(op, 1 if value > 0 else -1, integer)
         v = Fraction(value)
         if op == "=":
             return cls.of([Interval(v, v)], integer)
@@ -126,13 +146,26 @@ class IntervalSet:
         raise ValueError(f"unknown comparison {op!r}")
 
     @classmethod
+    def _compare_infinite(cls, op: str, sign: int, integer: bool) -> "IntervalSet":
+        """``{x : x <op> sign * inf}``: -inf, every finite value and +inf rank -1, 0, 1, and
+        the constant ranks ``sign``; each of the three is in the set or not."""
+        test = {"=": int.__eq__, "<>": int.__ne__, "<": int.__lt__, "<=": int.__le__,
+                ">": int.__gt__, ">=": int.__ge__}.get(op)
+        if test is None:
+            raise ValueError(f"unknown comparison {op!r}")
+        finite = [Interval(None, None, False, False)] if test(0, sign) else []
+        return cls.of(finite, integer, (test(-1, sign), test(1, sign)))
+
+    @classmethod
     def between(cls, low: Fraction, high: Fraction, integer: bool = False) -> "IntervalSet":
         """``low <= x <= high`` (SQL BETWEEN is inclusive; empty when low > high)."""
         return cls.of([Interval(Fraction(low), Fraction(high))], integer)
 
     # ------------------------------------------------------------------- algebra
     def union(self, other: "IntervalSet") -> "IntervalSet":
-        return IntervalSet.of(self.parts + other.parts, self.integer)
+        a, b = self._inf(), other._inf()
+        return IntervalSet.of(self.parts + other.parts, self.integer,
+                              (a[0] or b[0], a[1] or b[1]))
 
     def intersect(self, other: "IntervalSet") -> "IntervalSet":
         out = []
@@ -141,19 +174,21 @@ class IntervalSet:
                 lo, loc = _lower_max(a, b)
                 hi, hic = _upper_min(a, b)
                 out.append(Interval(lo, hi, lo is not None and loc, hi is not None and hic))
-        return IntervalSet.of(out, self.integer)
+        a, b = self._inf(), other._inf()
+        return IntervalSet.of(out, self.integer, (a[0] and b[0], a[1] and b[1]))
 
     def complement(self) -> "IntervalSet":
         out = []
         lo, loc = None, False
+        inf = tuple(not x for x in self._inf())
         for iv in self.parts:
             if iv.lo is not None:
                 out.append(Interval(lo, iv.lo, loc, not iv.lo_closed))
             if iv.hi is None:
-                return IntervalSet.of(out, self.integer)
+                return IntervalSet.of(out, self.integer, inf)
             lo, loc = iv.hi, not iv.hi_closed
         out.append(Interval(lo, None, loc, False))
-        return IntervalSet.of(out, self.integer)
+        return IntervalSet.of(out, self.integer, inf)
 
     def is_empty(self) -> bool:
         return not self.parts
@@ -162,7 +197,7 @@ class IntervalSet:
         """Whether -inf (``sign < 0``) / +inf (``sign > 0``) lies in the set: a part unbounded on
         that side (SQL orders -inf below and +inf above every number, so ``x < 0`` holds for
         -inf and ``x BETWEEN -1 AND 1`` for neither)."""
-        return any((iv.lo is None) if sign < 0 else (iv.hi is None) for iv in self.parts)
+        return self._inf()[0 if sign < 0 else 1]
 
     def covers(self, lo: Fraction, hi: Fraction) -> bool:
         """True when the closed range [lo, hi] lies inside the set."""
@@ -171,7 +206,9 @@ class IntervalSet:
 
     def __repr__(self) -> str:
         body = " U ".join(map(repr, self.parts)) or "{}"
-        return f"IntervalSet({body}{', integer' if self.integer else ''})"
+        inf = "" if self.infinities is None else \
+            f", -inf {'in' if self.infinities[0] else 'out'}, +inf {'in' if self.infinities[1] else 'out'}"
+        return f"IntervalSet({body}{', integer' if self.integer else ''}{inf})"
 
 
 def _integerize(iv: Interval) -> Interval | None:

@@ -366,28 +366,36 @@ def recorded_tree_attrs(con, qi, qi_trees, source, qi_tree_hashes=None, run_id=N
     """QI -> tree attr of a kanon_runs row (its ``qi``, ``qi_trees``, ``source``,
     ``qi_tree_hashes``, ``run_id``): the trees the run used, or, for a run recorded before
     ``qi_trees`` existed, the trees resolve_tree_attr picks for its source now. QIs without a
-    tree are absent. Raises TaxonomyError when a tree's rows differ from those the run
-    fingerprinted (its metrics, query answers and mapping would silently change); a run recorded
-    without fingerprints, or a tree since deleted, is not checked (today's fallbacks apply)."""
+    tree are absent. Raises TaxonomyError when a tree the run used is no longer in
+    kanon_taxonomy, or its rows differ from those the run fingerprinted (its metrics, query
+    answers and mapping would silently change: read against the implicit flat tree, or the
+    edited one); a run recorded without fingerprints is checked for deleted trees only. One
+    fingerprint query over the run's trees."""
     qi = list(qi or [])
     if qi_trees is not None:
         trees = {c: a for c, a in zip(qi, qi_trees) if a is not None}
-        _check_fingerprints(con, qi, qi_trees, qi_tree_hashes, run_id)
+        _check_trees(con, qi, qi_trees, qi_tree_hashes, run_id)
         return trees
     attrs = taxonomy_attrs(con)
     return {c: a for c in qi if (a := resolve_tree_attr(con, c, source, None, attrs)) is not None}
 
 
-def _check_fingerprints(con, qi, qi_trees, qi_tree_hashes, run_id) -> None:
-    recorded = {a: h for a, h in zip(qi_trees, qi_tree_hashes or []) if a is not None and h}
-    if not recorded:
+def _check_trees(con, qi, qi_trees, qi_tree_hashes, run_id) -> None:
+    used = [a for a in qi_trees if a is not None]
+    if not used:
         return
-    now = tree_fingerprints(con, recorded)
+    recorded = {a: h for a, h in zip(qi_trees, qi_tree_hashes or []) if a is not None and h}
+    now = tree_fingerprints(con, used)
+    run = f"run {run_id}" if run_id is not None else "the run"
     for c, a in zip(qi, qi_trees):
-        # a deleted tree is not refused here: the readers fall back as they did before
-        # fingerprints (the implicit flat tree, test_star_value)
-        if a is not None and a in recorded and a in now and now[a] != recorded[a]:
-            run = f"run {run_id}" if run_id is not None else "the run"
+        if a is None:
+            continue
+        if a not in now:
+            raise TaxonomyError(
+                f"the tree '{a}' (of QI '{c}') that {run} used is no longer in kanon_taxonomy; "
+                f"its metrics, query answers and mapping need it: restore the tree (the same "
+                f"rows under attr '{a}'), or anonymize again")
+        if a in recorded and now[a] != recorded[a]:
             raise TaxonomyError(
                 f"the tree '{a}' (of QI '{c}') changed in kanon_taxonomy since {run} recorded it; "
                 f"its metrics, query answers and mapping would change: restore the tree, or "

@@ -1,0 +1,97 @@
+"""Exact bounds of DECIMAL quasi-identifiers, per class.
+
+The algorithms compute in float64: a DECIMAL(p, s) QI travels as the DOUBLE nearest each value
+(``encoding``), and a class's bounds are coordinates of that kind. Every published bound is a
+data value (a class's extreme, or a tree node's extreme leaf), so the exact bound is a value of
+the column whose DOUBLE is the coordinate:
+
+- p <= ``published.EXACT_DECIMAL_DIGITS`` (15): the DOUBLE nearest a value determines it, and
+  ``round(coordinate * 10^s)`` is its unscaled integer exactly (the product is off by less than
+  0.25 below 10^15): no query.
+- wider: several values can share one DOUBLE (18 digits do not fit 53 bits), so one aggregate
+  over the column, restricted to the coordinates the classes publish, gives the smallest and
+  largest value of each: a lower bound publishes the smallest value with its DOUBLE, an upper
+  bound the largest. Truthful exactly: a row of the class has a DOUBLE at least the lower
+  coordinate, and DOUBLE rounding is monotone, so its value is at least the smallest value with
+  that DOUBLE (the class's own extreme, or a value within one DOUBLE step of it when the
+  algorithm split rows of one DOUBLE between classes). A coordinate no value has (a tree leaf
+  absent from the data) is rounded outward to the scale (floor / ceiling): still truthful.
+
+The bounds travel as unscaled BIGINTs (value * 10^s, ``published.int_carried``), turned back
+into DECIMAL(p, s) in SQL (``published.unscaled_sql``); a value whose unscaled integer leaves
+the BIGINT range (p > 18 only) is refused by name, as wide integers are. Cost: O(classes) per
+narrow QI; one filtered aggregate over the rows per wide QI, only for p > 15.
+"""
+from __future__ import annotations
+
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
+
+import numpy as np
+
+from .errors import DataError
+from .published import EXACT_DECIMAL_DIGITS, decimal_width
+from .sqlutil import quote_ident
+
+_I64 = 2 ** 63
+
+
+def class_bounds(con, plan, data, g) -> dict:
+    """{DECIMAL QI: (lo, hi, null_lo, null_hi)} of the classes of ``g`` (generalize's result on
+    ``data``, the encoded relation ``plan.table_sql`` read through ``con``): int64 (C,) unscaled
+    bounds and bool (C,) NULL masks (a NULL range: suppressed, or a class holding NULL)."""
+    out = {}
+    for j, c in enumerate(data.num_names):
+        width = None if c in plan.integer else decimal_width(plan.types[c])
+        if width is None:
+            continue
+        p, s = width
+        lo = np.asarray(data.decode_float(j, g.lo[:, j]), dtype=np.float64)
+        hi = np.asarray(data.decode_float(j, g.hi[:, j]), dtype=np.float64)
+        null_lo, null_hi = np.isnan(lo), np.isnan(hi)
+        if p <= EXACT_DECIMAL_DIGITS:
+            scale = 10.0 ** s
+            ulo = np.rint(np.where(null_lo, 0.0, lo) * scale).astype(np.int64)
+            uhi = np.rint(np.where(null_hi, 0.0, hi) * scale).astype(np.int64)
+        else:
+            ulo, uhi = _looked_up(con, plan, c, s, lo, hi, null_lo, null_hi)
+        out[c] = (ulo, uhi, null_lo, null_hi)
+    return out
+
+
+def _looked_up(con, plan, c, s, lo, hi, null_lo, null_hi):
+    """Unscaled bounds of a DECIMAL(p > 15, s) QI: per published coordinate the smallest (lower
+    bounds) and largest (upper bounds) value of the column with that DOUBLE."""
+    coords = np.unique(np.concatenate([lo[~null_lo], hi[~null_hi]]))
+    q = quote_ident(c)
+    # a DECIMAL's text has exactly s digits after the point: without it, the unscaled integer
+    # (a product by 10^s can overflow DECIMAL(38) inside DuckDB)
+    unscaled = "replace(CAST({} AS VARCHAR), '.', '')::HUGEINT"
+    rows = con.execute(
+        f"SELECT CAST({q} AS DOUBLE) AS v, {unscaled.format(f'min({q})')}, "
+        f"{unscaled.format(f'max({q})')} FROM {plan.table_sql} "
+        f"WHERE CAST({q} AS DOUBLE) IN (SELECT unnest(?::DOUBLE[])) GROUP BY v",
+        [coords.tolist()]).fetchall()
+    smallest = {v: a for v, a, _ in rows}
+    largest = {v: b for v, _, b in rows}
+
+    def side(values, null, found, rounding):
+        out = np.zeros(values.size, dtype=np.int64)
+        memo = {}
+        for i in np.flatnonzero(~null):
+            v = float(values[i])
+            u = memo.get(v)
+            if u is None:
+                u = found.get(v)
+                if u is None:  # not a value of the column: outward to the scale
+                    u = int((Decimal(v) * (Decimal(10) ** s)).to_integral_value(rounding))
+                if not -_I64 <= u < _I64:
+                    raise DataError(
+                        f"numeric QI '{c}' ({plan.types[c]}) holds values whose unscaled integer "
+                        f"(value * 10^{s}) is outside the BIGINT range, in which k_anonymize "
+                        f"publishes DECIMAL bounds exactly; anonymize a copy cast to a narrower "
+                        f"DECIMAL or to DOUBLE (rounded), or make it categorical := ['{c}']")
+                memo[v] = u
+            out[i] = u
+        return out
+
+    return (side(lo, null_lo, smallest, ROUND_FLOOR), side(hi, null_hi, largest, ROUND_CEILING))
