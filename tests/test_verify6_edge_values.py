@@ -94,12 +94,10 @@ def test_single_value_and_null_root_costs_one(flag_con, algo, col, root):
     assert con.execute("SELECT gcp('out')").fetchall()[0][0] == pytest.approx(g_expected, abs=1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "DECIMAL of 16+ digits is published as DOUBLE rounded to nearest (README: 'possibly "
-    "rounded'): under DuckDB's own comparison (DECIMAL cast to DOUBLE) every raw value is inside "
-    "its range, but compared exactly a class's extreme can lie outside it by half an ulp; an "
-    "outward rounding (or exact wide bounds) belongs to the encoding / output_sql owners"))
 def test_wide_decimal_bounds_contain_raw_values_exactly():
+    """DECIMAL(18,4) values whose neighbours share one DOUBLE: the bounds were DOUBLEs rounded to
+    nearest, so a class's extreme lay half an ulp outside its range compared exactly. They are
+    now DECIMAL(18,4) data values (kanon_duckdb.decimals), containing every raw value exactly."""
     from decimal import Decimal
     con = kanon_duckdb.connect()
     con.execute("CREATE TABLE d AS SELECT i AS rid, "
@@ -107,11 +105,12 @@ def test_wide_decimal_bounds_contain_raw_values_exactly():
                 "FROM range(200) r(i)")
     con.execute("CREATE TABLE out AS FROM k_anonymize('d', k := 4, qi := ['x'])")
     rows = con.execute("SELECT d.x, o.x_min, o.x_max FROM d JOIN out o USING (rid)").fetchall()
+    types = con.execute("SELECT data_type FROM information_schema.columns WHERE table_name = 'out' "
+                        "AND column_name IN ('x_min', 'x_max')").fetchall()
     con.close()
-    # DuckDB's comparison (the DECIMAL cast to DOUBLE) holds today ...
-    assert all(float(v) >= lo and float(v) <= hi for v, lo, hi in rows)
-    # ... the exact one does not
-    assert all(Decimal(lo) <= v <= Decimal(hi) for v, lo, hi in rows)
+    assert types == [("DECIMAL(18,4)",)] * 2
+    assert len(rows) == 200
+    assert all(isinstance(lo, Decimal) and Decimal(lo) <= v <= Decimal(hi) for v, lo, hi in rows)
 
 
 @pytest.mark.parametrize("algo", ["datafly", "optimal"])
