@@ -149,8 +149,8 @@ class NodeChecker:
         self._bscratch = None
         self._dslots = None
         self._dscratch = None
-        self._bslots = None  # group_runs' slots (threads, local key space), all 0
-        self._bbuf = None  # group_runs' per-thread class buffers (first, rows, codes)
+        self._bslots = None  # group_runs' slots (threads, local key space) int64, all 0
+        self._bbuf = None  # group_runs' per-thread class buffers (first, rows)
         self._like = np.zeros(0, dtype=space.code_dtype)  # the dtype of the class tables' codes
         self._qi_rows = np.arange(space.d, dtype=np.int64)  # rows of a cached table's kc
         # (a histogram whose tuples each stand for one row, n == t, is read as plain rows: the
@@ -401,15 +401,14 @@ class NodeChecker:
             return NotImplemented
         args, (ks, maxblock) = got
         if self._bslots is None or self._bslots.shape[1] < ks:
-            self._bslots = np.zeros((self._threads(), max(ks, 1 << 12)), dtype=np.int32)
+            self._bslots = np.zeros((self._threads(), max(ks, 1 << 12)), dtype=np.int64)
         size = min(self.cap + 1, self.t) + maxblock
         if self._bbuf is None or self._bbuf[0].shape[1] < size:
             P = self._threads()
-            self._bbuf = (np.empty((P, size), dtype=np.int64), np.empty((P, size), dtype=np.int64),
-                          np.empty((P, self.space.d, size), dtype=self.space.code_dtype))
+            self._bbuf = (np.empty((P, size), dtype=np.int64), np.empty((P, size), dtype=np.int64))
         stopped, first, cnt, kc, read = BK.group_runs(
             *args, self.k, self.limit, PROBE if keep_table else 1.0, self.cap, self._bslots,
-            maxblock, *self._bbuf)
+            maxblock, *self._bbuf, self._like)
         self.n_rows_grouped += read - self.t  # _group counted every tuple
         if stopped:
             return None
