@@ -126,24 +126,14 @@ def _group_blocks(planes, rows, strides, cnt, has_cnt, run_start, run_end, block
             for a in range(run_start[r], run_end[r], B):
                 e = min(a + B, run_end[r])
                 _run_keys(planes, rows, strides, a, e, keybuf)
-                if has_cnt:  # (two loops: the test of has_cnt stays out of the hot one)
-                    for t in range(a, e):
-                        key = keybuf[t - a]
-                        v = slots[key]
-                        if v == 0:
-                            touched[nt] = key
-                            out_first[ob + nt] = t
-                            nt += 1
-                        slots[key] = v + cnt[t]
-                else:
-                    for t in range(a, e):
-                        key = keybuf[t - a]
-                        v = slots[key]
-                        if v == 0:
-                            touched[nt] = key
-                            out_first[ob + nt] = t
-                            nt += 1
-                        slots[key] = v + 1
+                for t in range(a, e):
+                    key = keybuf[t - a]
+                    v = slots[key]
+                    if v == 0:
+                        touched[nt] = key
+                        out_first[ob + nt] = t
+                        nt += 1
+                    slots[key] = v + (cnt[t] if has_cnt else 1)
         sup = np.int64(0)
         for i in range(nt):
             c = slots[touched[i]]
