@@ -8,6 +8,7 @@ node); otherwise exactly the node's classes, the same for any number of threads;
 never split an ancestor's leaves (trees whose nodes cover interleaved leaves included); the
 published node of ``optimal`` and its classes are those of the brute force.
 """
+import dataclasses
 import random
 
 import numpy as np
@@ -110,10 +111,10 @@ def _run_group_runs(ch, levels, probe, threads):
     if got is None:
         return None
     args, (ks, maxblock) = got
-    slots = np.zeros((threads, max(ks, 1)), dtype=np.int32)
+    slots = np.zeros((threads, max(ks, 1)), dtype=np.int64)
     size = min(ch.cap + 1, sp.t) + maxblock
     bufs = (np.full((threads, size), -7, dtype=np.int64), np.full((threads, size), -7),
-            np.full((threads, sp.d, size), 9, dtype=sp.code_dtype))
+            np.zeros(0, dtype=sp.code_dtype))
     out = BK.group_runs(*args, ch.k, ch.limit, probe, ch.cap, slots, maxblock, *bufs)
     assert not slots.any()  # left all 0
     run_start, run_end = args[6], args[7]  # the plan's blocks cover every position once
@@ -126,14 +127,19 @@ def _run_group_runs(ch, levels, probe, threads):
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(block_tables(), st.data(), st.integers(1, 6), st.sampled_from([0.0, 0.05, 0.2, 0.5]),
-       st.sampled_from([1, 2, 8, 64]))
-def test_block_grouping_equals_plain_counting(monkeypatch, data, draw, k, ms, skip_max):
+       st.sampled_from([1, 2, 8, 64]), st.booleans())
+def test_block_grouping_equals_plain_counting(monkeypatch, data, draw, k, ms, skip_max, weighted):
     """Stopped only when the node is infeasible (more than cap classes or limit suppressed
     rows), always when so with every block in the stopping phase (probe 1); otherwise exactly
-    the node's classes (codes at each class's first position, rows), whatever the threads."""
+    the node's classes (codes at each class's first position, rows), whatever the threads.
+    ``weighted``: each encoded tuple stands for 1-4 rows (a histogram: rows counted per tuple)."""
     monkeypatch.setattr(blocks, "SORT_MIN", 0)
     monkeypatch.setattr(blocks, "MIN_RUN", 1)
     monkeypatch.setattr(blocks, "SKIP_MAX", skip_max)
+    if weighted:
+        data = dataclasses.replace(data, counts=np.array(
+            draw.draw(st.lists(st.integers(1, 4), min_size=data.n, max_size=data.n)),
+            dtype=np.int64))
     space = build_space(data)
     if space.blocks is None:
         return

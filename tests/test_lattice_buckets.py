@@ -394,3 +394,31 @@ def test_dense_search_publishes_the_plain_searchs_node(monkeypatch, loss):
     monkeypatch.setattr(K, "group_dense", lambda *a: calls.append(1) or real(*a))
     _assert_stopping_search_finds_the_full_counts_node(two_numeric_one_tree_data(7), loss)
     assert calls
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tables(), st.integers(1, 5), st.sampled_from([0.0, 0.1, 0.3]),
+       st.sampled_from(["log", "gcp"]), st.randoms(use_true_random=False))
+def test_dense_rollups_keep_every_node_result(data, k, ms, loss, rnd):
+    """A stopping checker whose roll-ups from cached tables count their keys directly
+    (``group_dense``, no stop on the suppression: complete tables, infeasible nodes included),
+    nodes in any order: every node's feasibility, loss and suppressed rows are those of a full
+    count."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(checker, "BUCKET_MIN", 2)
+        mp.setattr(checker, "DENSE_STOP_MAX", 0)
+        _assert_stopping_checker_counts_in_full(data, k, ms, loss, rnd, lambda: rnd.random() < 0.5)
+
+
+@pytest.mark.parametrize("loss", ["log", "gcp"])
+def test_dense_rollup_search_publishes_the_plain_searchs_node(monkeypatch, loss):
+    """optimal with every roll-up counted directly publishes the node and loss of a checker that
+    counts every node in full, and roll-ups did take group_dense."""
+    from test_lattice import two_numeric_one_tree_data
+    monkeypatch.setattr(checker, "BUCKET_MIN", 2)
+    monkeypatch.setattr(checker, "DENSE_STOP_MAX", 0)
+    rollups = []
+    real = K.group_dense
+    monkeypatch.setattr(K, "group_dense", lambda *a: rollups.append(a[7]) or real(*a))
+    _assert_stopping_search_finds_the_full_counts_node(two_numeric_one_tree_data(7), loss)
+    assert any(identity is False for identity in rollups)  # from a cached table, not the tuples

@@ -101,18 +101,19 @@ def _run_keys(planes, rows, strides, a, b, keybuf):
 
 
 @njit
-def _group_blocks(planes, rows, strides, crow, cnb, cnt, has_cnt, run_start, run_end, block_ptr,
-                  b0, b1, k, stop_sup, cap, slots, touched, keybuf, out_first, out_cnt, out_kc,
-                  o, th, tsup, tcls, tread, halt):
+def _group_blocks(planes, rows, strides, cnt, has_cnt, run_start, run_end, block_ptr, b0, b1,
+                  k, stop_sup, cap, slots, touched, keybuf, out_first, out_cnt, o, th, tsup, tcls,
+                  tread, halt):
     """Group blocks b0..b1-1 (a thread's share) appending their classes to out_first / out_cnt
-    / out_kc (this thread's buffers) from slot o on; returns the next free slot. slots int32
-    (>= local key space,) all 0 on entry and exit (a key's class in its block + 1); touched,
-    keybuf int64 scratch. A new class writes its first position, rows and codes (out_kc[j]: QI
-    j's code, read from its planes crow[j, :cnb[j]] there). After each block its rows in
+    (this thread's buffers) from slot o on; returns the next free slot. slots int64 (>= local
+    key space,) all 0 on entry and exit (the rows so far of a key's class in its block: a
+    class is new when its slot is 0, every tuple standing for at least one row); touched,
+    keybuf int64 scratch. A new class writes its first position; once its block is done, its
+    rows (the codes are read from the first positions only for a completed grouping:
+    ``group_runs``). After each block its rows in
     classes smaller than k go to tsup[th], its classes to tcls[th], its tuples to tread[th];
     past stop_sup or cap over all threads (sums that only grow: lower bounds of the totals)
     halt[0] is set and every thread stops at its next block."""
-    d = cnb.shape[0]
     B = keybuf.shape[0]
     for b in range(b0, b1):
         if halt[0] != 0:
@@ -127,26 +128,17 @@ def _group_blocks(planes, rows, strides, crow, cnb, cnt, has_cnt, run_start, run
                 _run_keys(planes, rows, strides, a, e, keybuf)
                 for t in range(a, e):
                     key = keybuf[t - a]
-                    w = cnt[t] if has_cnt else 1
                     v = slots[key]
                     if v == 0:
                         touched[nt] = key
-                        q = ob + nt
-                        out_first[q] = t
-                        out_cnt[q] = w
-                        for j in range(d):
-                            c = 0
-                            for y in range(cnb[j]):
-                                c |= np.int64(planes[crow[j, y], t]) << (8 * y)
-                            out_kc[j, q] = c
+                        out_first[ob + nt] = t
                         nt += 1
-                        slots[key] = nt
-                    else:
-                        out_cnt[ob + v - 1] += w
+                    slots[key] = v + (cnt[t] if has_cnt else 1)
         sup = np.int64(0)
         for i in range(nt):
+            c = slots[touched[i]]
             slots[touched[i]] = 0
-            c = out_cnt[ob + i]
+            out_cnt[ob + i] = c
             if c < k:
                 sup += c
         o = ob + nt
@@ -173,7 +165,7 @@ def _split(bsize, b0, b1, T):
 
 @njit_parallel
 def group_runs(planes, rows, strides, crow, cnb, cnt, run_start, run_end, block_ptr, k, limit,
-               probe, cap, slots, maxblock, buf_first, buf_cnt, buf_kc):
+               probe, cap, slots, maxblock, buf_first, buf_cnt, code_like):
     """Group the encoded tuples at a node block by block, on threads (one per row of slots),
     stopping as soon as the node is known infeasible.
 
@@ -181,12 +173,12 @@ def group_runs(planes, rows, strides, crow, cnb, cnt, run_start, run_end, block_
     runs block_ptr[b] .. block_ptr[b + 1] - 1) holding every tuple of each of its classes (no
     class of the node spans two blocks). The local key of position t, sum_i planes[rows[i], t]
     * strides[i], tells its class within its block (the node's key without the QIs constant in
-    a block); slots int32 (threads, > every local key) all 0 on entry and exit. crow int64 (d,
+    a block); slots int64 (threads, > every local key) all 0 on entry and exit. crow int64 (d,
     3) / cnb int64 (d,): the planes of each QI's column at the node (cnb 0: code 0). cnt int64
     rows per tuple (empty: 1 each); k: a class of fewer rows is suppressed; limit: the node is
     infeasible past this many suppressed rows; cap: or past this many classes; maxblock: the
-    most tuples of a block. buf_first / buf_cnt int64 (threads, S) and buf_kc (threads, d, S)
-    (the dtype of the codes), S >= min(cap + 1, tuples) + maxblock: each thread's classes.
+    most tuples of a block. buf_first / buf_cnt int64 (threads, S), S >= min(cap + 1, tuples)
+    + maxblock: each thread's classes; code_like: an array of the dtype of the codes.
 
     Phase 1 groups the blocks of the first ``probe`` fraction (0..1) of the tuples, stopping
     once more than ``limit`` rows are known suppressed (a block's classes are complete once it
@@ -197,8 +189,9 @@ def group_runs(planes, rows, strides, crow, cnb, cnt, run_start, run_end, block_
     (empty arrays) iff the node has more than ``cap`` classes or more than ``limit``
     suppressed rows in the classes of the phase-1 blocks (probe 1: of all blocks); otherwise
     every class in block order (within a block by first tuple) with its first position, rows
-    and codes at the node. Neither depends on the number of threads or their interleaving.
-    O(tuples read · len(rows) / threads + blocks)."""
+    and codes at the node (read from the planes at the first positions once the grouping is
+    complete, QI by QI on the threads). Neither depends on the number of threads or their
+    interleaving. O(tuples read · len(rows) / threads + blocks + classes · d)."""
     nb = block_ptr.shape[0] - 1
     T = slots.shape[0]
     d = cnb.shape[0]
@@ -227,20 +220,20 @@ def group_runs(planes, rows, strides, crow, cnb, cnt, run_start, run_end, block_
             touched = np.empty(tb, dtype=np.int64)
             keybuf = np.empty(4096, dtype=np.int64)
             start = seg[0, th] if phase == 1 else 0
-            seg[phase, th] = _group_blocks(planes, rows, strides, crow, cnb, cnt, has_cnt,
-                                           run_start, run_end, block_ptr, cut[th], cut[th + 1],
-                                           k, stop_sup, cap, slots[th], touched, keybuf,
-                                           buf_first[th], buf_cnt[th], buf_kc[th], start, th,
-                                           tsup, tcls, tread, halt)
+            seg[phase, th] = _group_blocks(planes, rows, strides, cnt, has_cnt, run_start,
+                                           run_end, block_ptr, cut[th], cut[th + 1], k,
+                                           stop_sup, cap, slots[th], touched, keybuf,
+                                           buf_first[th], buf_cnt[th], start, th, tsup, tcls,
+                                           tread, halt)
         if halt[0] != 0 or tsup.sum() > stop_sup or tcls.sum() > cap:
             return (True, np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64),
-                    np.empty((d, 0), dtype=buf_kc.dtype), tread.sum())
+                    np.empty((d, 0), dtype=code_like.dtype), tread.sum())
         stop_sup = np.int64(1) << 62
         b0, b1 = mid, nb
     nout = tcls.sum()
     first = np.empty(nout, dtype=np.int64)
     counts = np.empty(nout, dtype=np.int64)
-    kc = np.empty((d, nout), dtype=buf_kc.dtype)
+    kc = np.empty((d, nout), dtype=code_like.dtype)
     o = 0
     for phase in range(2):  # phase 1's blocks, then phase 2's; each thread's in order
         for th in range(T):
@@ -249,7 +242,11 @@ def group_runs(planes, rows, strides, crow, cnb, cnt, run_start, run_end, block_
                 first[o] = buf_first[th, i]
                 counts[o] = buf_cnt[th, i]
                 o += 1
-            for j in range(d):
-                for i in range(a, seg[phase, th]):
-                    kc[j, o - seg[phase, th] + i] = buf_kc[th, j, i]
+    for j in prange(d):  # each class's codes: its first tuple's
+        nb_ = cnb[j]
+        for i in range(nout):
+            c = 0
+            for y in range(nb_):
+                c |= np.int64(planes[crow[j, y], first[i]]) << (8 * y)
+            kc[j, i] = c
     return False, first, counts, kc, tread.sum()

@@ -401,6 +401,21 @@ def distinct_sorted(col, bits, null):
 
 
 @njit
+def leaf_rows(leaf, cnt, n_leaves):
+    """float64 (n_leaves,): the rows on each leaf. leaf int32 (n,) (any stride), cnt int64
+    (n,) rows per encoded row or empty (one each). The sums are exact integers (below 2^53):
+    the same floats as ``np.bincount(leaf, weights=cnt, minlength=n_leaves)``. O(n)."""
+    out = np.zeros(n_leaves, dtype=np.int64)
+    if cnt.shape[0] > 0:
+        for i in range(leaf.shape[0]):
+            out[leaf[i]] += cnt[i]
+    else:
+        for i in range(leaf.shape[0]):
+            out[leaf[i]] += 1
+    return out.astype(np.float64)
+
+
+@njit
 def leaf_extremes(leaf, values, null, n_leaves):
     """Per leaf: (min value, max value over its non-NULL rows (+inf / -inf when none), whether
     a NULL row sits on it). leaf int32 (n,), values float64 (n,), null bool (n,). O(n)."""

@@ -64,8 +64,8 @@ def sort_tuples(leaves: list, leaf_counts, t: int):
 
 
 def gather(col: np.ndarray, perm: np.ndarray) -> np.ndarray:
-    """col[perm], on numba's threads."""
-    return BK.gather_rows(np.ascontiguousarray(col), perm)
+    """col[perm] (contiguous; ``col`` of any stride, read in place), on numba's threads."""
+    return BK.gather_rows(col, perm)
 
 
 def interval_ids(anc_level: np.ndarray) -> np.ndarray:

@@ -36,10 +36,12 @@ at least ``BUCKET_MIN`` inputs over a key space past ``DENSE_STOP_MAX`` run in h
 same table and stop decision as one thread): each bucket's hash table stays in cache, and the
 grouping also stops once the buckets done hold more than ``limit`` rows in classes smaller than
 k (most nodes near the feasibility border suppress 10-100 times the limit), unless
-``check(..., keep_table=True)`` asks for the node's table to cache it: such a grouping counts
-every key of its key space directly when it is small (``_kernels.group_dense``, up to
-``KEEP_TABLE_MAX`` keys: one memory access per input, the classes' codes decoded from their
-keys). From ``blocks.SORT_MIN`` encoded tuples they are sorted into blocks of a few QIs'
+``check(..., keep_table=True)`` asks for the node's table to cache it: such a grouping, and a
+roll-up from a cached table over more than ``DENSE_STOP_MAX`` keys, counts every key of its
+key space directly when it is small (``_kernels.group_dense``, up to ``KEEP_TABLE_MAX`` keys
+and 4 per input: one memory access per input, the classes' codes decoded from their keys; a
+roll-up reads a few hundred thousand classes, which the buckets' partitioning costs about
+twice what the direct count does, early stop or not). From ``blocks.SORT_MIN`` encoded tuples they are sorted into blocks of a few QIs'
 leaves (``blocks.py``): a pass over them at a node that has blocks groups block by block
 (``_block_kernels.group_runs``, small per-block counting arrays in cache) and stops as soon as
 the blocks done show the node infeasible; a grouping asked to keep its table stops only if the
@@ -149,8 +151,8 @@ class NodeChecker:
         self._bscratch = None
         self._dslots = None
         self._dscratch = None
-        self._bslots = None  # group_runs' slots (threads, local key space), all 0
-        self._bbuf = None  # group_runs' per-thread class buffers (first, rows, codes)
+        self._bslots = None  # group_runs' slots (threads, local key space) int64, all 0
+        self._bbuf = None  # group_runs' per-thread class buffers (first, rows)
         self._like = np.zeros(0, dtype=space.code_dtype)  # the dtype of the class tables' codes
         self._qi_rows = np.arange(space.d, dtype=np.int64)  # rows of a cached table's kc
         # (a histogram whose tuples each stand for one row, n == t, is read as plain rows: the
@@ -327,10 +329,11 @@ class NodeChecker:
         stopped because the node is infeasible: more than ``cap`` classes, or (bucketed
         grouping, ``_kernels.group_buckets``, unless ``keep_table``) more than ``limit`` rows
         found in classes smaller than k. Only with ``stop_early``; same tables as
-        ``_run_kernels`` when complete. A grouping that keeps its table anyway, of at least
-        ``bucket_min`` inputs over at most ``KEEP_TABLE_MAX`` keys (and 4 per input), counts
-        each key directly (``_kernels.group_dense``: no early stop on the suppression, which
-        it could not use). Otherwise key spaces that are small (counted densely: up to
+        ``_run_kernels`` when complete. A grouping that keeps its table anyway, or a roll-up
+        over more than ``DENSE_STOP_MAX`` keys, of at least ``bucket_min`` inputs over at most
+        ``KEEP_TABLE_MAX`` keys (and 4 per input), counts each key directly
+        (``_kernels.group_dense``: no early stop on the suppression; the table is complete,
+        feasible or not). Otherwise key spaces that are small (counted densely: up to
         ``DENSE_STOP_MAX``) or far larger than ``cap`` (the plain grouping meets cap + 1
         classes after about cap inputs) and short inputs take ``group_node``; the rest run in
         hash buckets."""
@@ -341,7 +344,8 @@ class NodeChecker:
                 return out
         c = self.t if tab is None else tab[0].shape[0]
         ks = sp.keyspace(levels)[1]
-        if (keep_table and ks <= min(KEEP_TABLE_MAX, 4 * c) and c >= self.bucket_min
+        if ((keep_table or (tab is not None and ks > DENSE_STOP_MAX))
+                and ks <= min(KEEP_TABLE_MAX, 4 * c) and c >= self.bucket_min
                 and self.n < (1 << 31)):
             *args, ks, live = self._kernel_args(levels, tab)
             slots = self._slots(ks)
@@ -401,15 +405,14 @@ class NodeChecker:
             return NotImplemented
         args, (ks, maxblock) = got
         if self._bslots is None or self._bslots.shape[1] < ks:
-            self._bslots = np.zeros((self._threads(), max(ks, 1 << 12)), dtype=np.int32)
+            self._bslots = np.zeros((self._threads(), max(ks, 1 << 12)), dtype=np.int64)
         size = min(self.cap + 1, self.t) + maxblock
         if self._bbuf is None or self._bbuf[0].shape[1] < size:
             P = self._threads()
-            self._bbuf = (np.empty((P, size), dtype=np.int64), np.empty((P, size), dtype=np.int64),
-                          np.empty((P, self.space.d, size), dtype=self.space.code_dtype))
+            self._bbuf = (np.empty((P, size), dtype=np.int64), np.empty((P, size), dtype=np.int64))
         stopped, first, cnt, kc, read = BK.group_runs(
             *args, self.k, self.limit, PROBE if keep_table else 1.0, self.cap, self._bslots,
-            maxblock, *self._bbuf)
+            maxblock, *self._bbuf, self._like)
         self.n_rows_grouped += read - self.t  # _group counted every tuple
         if stopped:
             return None

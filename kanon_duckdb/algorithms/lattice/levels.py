@@ -234,9 +234,9 @@ def build_space(data: QIData) -> LatticeSpace:
         node_lo.append(lo)
         node_hi.append(hi)
         ncp_nodes.append(ncp)
-    for j, tree in enumerate(data.trees):
+    for j, tree in enumerate(data.trees):  # views of data.cat: read in place (any stride)
         trees.append(tree)
-        cols.append(np.ascontiguousarray(data.cat[:, j], dtype=np.int32))
+        cols.append(data.cat[:, j] if data.cat.dtype == np.int32 else data.cat[:, j].astype(np.int32))
         names.append(data.cat_names[j])
         ncp_nodes.append(tree.node_ncp())  # leaves as gcp() counts them
     d = len(trees)
@@ -248,9 +248,10 @@ def build_space(data: QIData) -> LatticeSpace:
     hmax = int(heights.max()) if d else 0
     ncp_mean = np.zeros((d, hmax + 1))
     per_col = []  # (codes of leaves, nodes, ncp) per column
+    wcnt = np.zeros(0, dtype=np.int64) if data.counts is None else np.ascontiguousarray(
+        data.counts, dtype=np.int64)
     for j, tree in enumerate(trees):
-        leaf_rows = np.bincount(cols[j], weights=data.counts,
-                                minlength=tree.leaf_count).astype(np.float64)
+        leaf_rows = K.leaf_rows(cols[j], wcnt, tree.leaf_count)
         for lv in range(heights[j] + 1):
             anc = tree.anc[:, lv]
             uniq, leaf_code = np.unique(anc, return_inverse=True)
@@ -266,11 +267,13 @@ def build_space(data: QIData) -> LatticeSpace:
     cncp = np.concatenate([p[2] for p in per_col]) if per_col else np.zeros(0)
     dtype = np.uint16 if (mcol.size == 0 or mcol.max() < 65536) else np.int32
     counts, perm, tblocks = data.counts, None, None
+    if counts is not None and n == data.n and (n == 0 or int(wcnt.min()) >= 1):
+        counts = None  # every tuple stands for one row: the same as no counts
     if data.n >= blocks.SORT_MIN:  # the tuples in blocks of the sort QIs' leaves
         leaf_counts = [t.leaf_count for t in trees]
         perm, qis = blocks.sort_tuples(cols, leaf_counts, data.n)
         if perm is not None:
-            cols = [blocks.gather(np.ascontiguousarray(c), perm) for c in cols]
+            cols = [blocks.gather(c, perm) for c in cols]
             counts = None if counts is None else blocks.gather(np.asarray(counts), perm)
             tblocks = blocks.TupleBlocks.build(np.stack([cols[j] for j in qis]), qis,
                                                leaf_counts)
