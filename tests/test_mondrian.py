@@ -1,6 +1,8 @@
 """Mondrian kernel against from-scratch checks: k-anonymity, strictness (no final class has an
 allowable cut left), the published values it reads off its class blocks equal the generic
 scatter pass of ``generalize``, and a hand-computed partition."""
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
@@ -192,6 +194,56 @@ def test_kernel_codes_keep_order_and_give_back_each_coordinate(column):
     order = np.argsort(x, kind="stable")
     assert np.all(np.diff(W[order, 0]) >= 0)  # order kept
     assert np.array_equal(np.diff(x[order]) == 0, np.diff(W[order, 0]) == 0)  # ties kept
+
+
+def _reference_codes(data):
+    """code_dimensions' contract in numpy: every column's extremes from the data themselves
+    (a NULL's coordinate included), offset codes for an integral column spanning fewer than
+    SHORT_SPAN values, rank codes otherwise, leaf ordinals for the categorical QIs."""
+    from kanon_duckdb.algorithms.mondrian import SHORT_SPAN
+    cols = [data.num[:, j] for j in range(data.dn)] + [data.cat[:, j].astype(np.float64)
+                                                       for j in range(data.dc)]
+    W = np.empty((data.n, len(cols)), dtype=np.int32)
+    vals = []
+    for j, x in enumerate(cols):
+        lo, hi = x.min(), x.max()
+        if j >= data.dn:
+            W[:, j], v = x.astype(np.int32), np.arange(int(hi) + 1, dtype=np.float64)
+        elif data.num_is_int[j] and hi - lo < SHORT_SPAN:
+            W[:, j], v = (x - lo).astype(np.int32), lo + np.arange(int(hi - lo) + 1, dtype=np.float64)
+        else:
+            v, W[:, j] = np.unique(x + 0.0, return_inverse=True)
+        vals.append(v)
+    return W, np.concatenate(vals), np.cumsum([0] + [v.size for v in vals])
+
+
+@pytest.mark.parametrize("case", ["plain", "nulls", "wider_ranges", "all_null", "wide_span"])
+def test_kernel_codes_equal_the_codes_of_the_data_s_own_extremes(case):
+    """code_dimensions takes the extremes the encoding recorded and checks them in its one pass:
+    whatever those say (a NULL's coordinate below them, ranges widened by with_ranges, a column
+    of NULLs only), W, vals and vals_off are those of the data's own extremes."""
+    from kanon_duckdb.anonymize import with_ranges
+    from kanon_duckdb.algorithms.mondrian import code_dimensions
+    rng = np.random.default_rng(11)
+    data = naive.random_qidata(rng, 3000, 3, 2, null_frac=0.1 if case == "nulls" else 0.0,
+                               max_value=40)
+    if case == "wider_ranges":
+        data = with_ranges(data, [(-5.0, 90.0)] * 3)
+    elif case == "all_null":
+        num_null = data.num_null.copy()
+        num_null[:, 1] = True
+        num = data.num.copy()
+        num[:, 1] = -1.0
+        data = replace(data, num=num, num_null=num_null)
+    elif case == "wide_span":  # an integral column coded by rank
+        num = data.num.copy()
+        num[:, 2] *= 1e9
+        data = replace(data, num=num, num_hi=np.array([*data.num_hi[:2], num[:, 2].max()]))
+    W, vals, off = code_dimensions(data)
+    W_ref, vals_ref, off_ref = _reference_codes(data)
+    assert np.array_equal(W, W_ref)
+    assert np.array_equal(vals, vals_ref)
+    assert np.array_equal(off, off_ref)
 
 
 def _reference_split(W, perm, j, s, e, cut):

@@ -68,35 +68,27 @@ SHORT_SPAN = 1 << 24  # integer coordinates spanning fewer values are coded by o
 
 
 @njit
-def _extremes(num, cat):
-    """(smallest, largest) of each column of ``num`` (float64) and ``cat`` (int32, as float64),
-    in one row-major pass."""
+def _fill_codes(num, cat, base, by_offset, W, lo, hi):
+    """W[:, j] = num[:, j] - base[j] for the numeric columns with ``by_offset[j]``, W[:, dn + j]
+    = cat[:, j], in one row-major pass (the other numeric columns are filled by rank), which
+    also gathers the smallest and largest value of each column of ``num`` and ``cat`` into
+    ``lo``/``hi`` (float64 (dn + dc,); a categorical code as float64)."""
     dn = num.shape[1]
-    lo = np.full(dn + cat.shape[1], np.inf)
-    hi = np.full(dn + cat.shape[1], -np.inf)
+    for j in range(dn + cat.shape[1]):
+        lo[j] = np.inf
+        hi[j] = -np.inf
     for i in range(num.shape[0]):
         for j in range(dn):
             v = num[i, j]
             lo[j] = min(lo[j], v)
             hi[j] = max(hi[j], v)
-        for j in range(cat.shape[1]):
-            v = np.float64(cat[i, j])
-            lo[dn + j] = min(lo[dn + j], v)
-            hi[dn + j] = max(hi[dn + j], v)
-    return lo, hi
-
-
-@njit
-def _fill_codes(num, cat, base, by_offset, W):
-    """W[:, j] = num[:, j] - base[j] for the numeric columns with ``by_offset[j]``, W[:, dn + j]
-    = cat[:, j], in one row-major pass (the other numeric columns are filled by rank)."""
-    dn = num.shape[1]
-    for i in range(num.shape[0]):
-        for j in range(dn):
             if by_offset[j]:
-                W[i, j] = np.int32(num[i, j] - base[j])
+                W[i, j] = np.int32(v - base[j])
         for j in range(cat.shape[1]):
-            W[i, dn + j] = cat[i, j]
+            c = cat[i, j]
+            W[i, dn + j] = c
+            lo[dn + j] = min(lo[dn + j], np.float64(c))
+            hi[dn + j] = max(hi[dn + j], np.float64(c))
 
 
 def _rank_codes(col: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -139,20 +131,31 @@ def code_dimensions(data: QIData):
     (see ``_kernels``), order preserving: numeric QIs first, coded by their offset from the
     smallest coordinate when the column is integral (integer SQL types, NULL coordinate
     included) and spans fewer than SHORT_SPAN values, else by rank (``_rank_codes``); then the
-    categorical QIs' leaf ordinals, whose coordinate is the ordinal itself. O(n·d) in two
-    row-major passes, each shared by the threads (``_row_blocks``), plus a hash and a sort of
-    the distinct values of a float or wide column."""
+    categorical QIs' leaf ordinals, whose coordinate is the ordinal itself. O(n·d) in one
+    row-major pass shared by the threads (``_row_blocks``) that also checks the extremes the
+    encoding recorded (a second pass when they differ: a NULL or ranges set by ``with_ranges``),
+    plus a hash and a sort of the distinct values of a float or wide column."""
     dn, d = data.dn, data.dn + data.dc
     W = np.empty((data.n, d), dtype=np.int32)
     blocks = _row_blocks(data.n)
-    ext = _on_blocks(lambda a, b: _extremes(data.num[a:b], data.cat[a:b]), blocks)
-    lo = np.min([x[0] for x in ext], axis=0)
-    hi = np.max([x[1] for x in ext], axis=0)
-    by_offset = np.array([bool(data.num_is_int[j]) and hi[j] - lo[j] < SHORT_SPAN
-                          for j in range(dn)], dtype=np.bool_)
-    base = lo[:dn].copy()
-    _on_blocks(lambda a, b: _fill_codes(data.num[a:b], data.cat[a:b], base, by_offset, W[a:b]),
-               blocks)
+
+    def fill(lo, hi):
+        # the numeric columns' codes as their extremes lo/hi give them, and the extremes seen
+        by_offset = np.array([bool(data.num_is_int[j]) and hi[j] - lo[j] < SHORT_SPAN
+                              for j in range(dn)], dtype=np.bool_)
+        base = np.array(lo[:dn], dtype=np.float64)
+        ext = {a: (np.empty(d), np.empty(d)) for a, _b in blocks}
+        _on_blocks(lambda a, b: _fill_codes(data.num[a:b], data.cat[a:b], base, by_offset, W[a:b],
+                                            *ext[a]), blocks)
+        return (np.min([x[0] for x in ext.values()], axis=0),
+                np.max([x[1] for x in ext.values()], axis=0), by_offset)
+
+    # one pass with the extremes the encoding recorded (its coordinates of the non-NULL values);
+    # a column whose pass saw others (a NULL's coordinate lies below them; ranges set by
+    # with_ranges) is coded again from what the pass saw
+    lo, hi, by_offset = fill(data.num_lo, data.num_hi)
+    if dn and not (np.array_equal(lo[:dn], data.num_lo) and np.array_equal(hi[:dn], data.num_hi)):
+        lo, hi, by_offset = fill(lo, hi)
     vals, off = [], [0]
     for j in range(d):
         if j >= dn:
