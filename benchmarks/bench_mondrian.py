@@ -84,7 +84,9 @@ def adult_rows(ks, qi, reps=3):
 STAGES = (("encode", "kanon_duckdb.anonymize", "encode"),
           ("codes", "kanon_duckdb.algorithms.mondrian", "code_dimensions"),  # kernel CPU = codes
           ("kernel", "kanon_duckdb.algorithms.mondrian", "mondrian_partition"),  # + kernel
-          ("assignment build", "kanon_duckdb.assignment", "Assignment"),
+          ("loss", "kanon_duckdb.anonymize", "per_qi_loss"),  # the run record's per-QI NCP
+          ("class values", "kanon_duckdb.row_values", "ClassValues.__init__"),
+          ("assignment build", "kanon_duckdb.assignment", "Assignment"),  # in its own thread
           ("row look-ups", "kanon_duckdb.assignment", "STORE.classes_of"),  # the class join
           ("row look-ups", "kanon_duckdb.assignment", "STORE.published_of"),  # (row values)
           ("row values", "kanon_duckdb.row_values", "ClassValues.at"))
