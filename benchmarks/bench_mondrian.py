@@ -86,7 +86,7 @@ STAGES = (("encode", "kanon_duckdb.anonymize", "encode"),
           ("kernel", "kanon_duckdb.algorithms.mondrian", "mondrian_partition"),  # + kernel
           ("loss", "kanon_duckdb.anonymize", "per_qi_loss"),  # the run record's per-QI NCP
           ("class values", "kanon_duckdb.row_values", "ClassValues.__init__"),
-          ("assignment build", "kanon_duckdb.assignment", "Assignment"),  # in its own thread
+          ("assignment build", "kanon_duckdb.assignment", "Assignment"),
           ("row look-ups", "kanon_duckdb.assignment", "STORE.classes_of"),  # the class join
           ("row look-ups", "kanon_duckdb.assignment", "STORE.published_of"),  # (row values)
           ("row values", "kanon_duckdb.row_values", "ClassValues.at"))
