@@ -233,7 +233,12 @@ WHOLE_L_VARIANTS = {"distinct": "distinct l-diversity", "recursive": "recursive 
 def check_l(l: float, variant: str) -> float:
     """``l`` (already a number >= 1, ``PRIVACY``'s declaration) for l-diversity ``variant``:
     an int for the variants in ``WHOLE_L_VARIANTS``, else the float; InvalidParameterError
-    naming the value and the fix for a fraction there (l := 2.5 with distinct or recursive)."""
+    naming the value and the fix for a fraction there (l := 2.5 with distinct or recursive), and
+    for an infinite l in any variant (no class holds infinitely many / equally frequent values)."""
+    if not math.isfinite(l):
+        raise InvalidParameterError(
+            f"l-diversity needs a finite l (a number of well-represented sensitive values), got "
+            f"{_num(l)}; use e.g. l := 2")
     if variant in WHOLE_L_VARIANTS:
         if l != int(l):
             raise InvalidParameterError(

@@ -208,7 +208,8 @@ def check_unedited(con, table: str, qualified: str, cols: list, lo_cols=(), hi_c
     (InvalidParameterError naming each problem and the fix, run k_anonymize again): a row whose
     bound ``lo_cols[i]`` exceeds ``hi_cols[i]``, a NULL ``suppressed`` flag, a class (kanon_run,
     ec) whose ``ec_size`` differs from its number of rows (a row deleted, added or moved, or
-    ec_size changed). One aggregate and one GROUP BY (kanon_run, ec) over the table; the metric
+    ec_size changed), a class holding suppressed and published rows (a flag flipped: k_anonymize
+    suppresses whole classes). One aggregate and one GROUP BY (kanon_run, ec) over the table; the metric
     look-ups that call it (udfs/metrics.py) keep the answer until the database changes.
     Measured as they are: whole classes of an output (a filter on ec, suppressed or a published
     value keeps a consistent anonymized table: every class complete and truthful, k intact), and
@@ -218,17 +219,21 @@ def check_unedited(con, table: str, qualified: str, cols: list, lo_cols=(), hi_c
     parts += [f"count(*) FILTER (WHERE {quote_ident(lo)} > {quote_ident(hi)})"
               for lo, hi in zip(lo_cols, hi_cols)]
     if "ec_size" in cols:
-        parts.append(f"(SELECT count(*) FROM (SELECT 1 FROM {qualified} GROUP BY kanon_run, ec "
-                     f"HAVING count(*) <> max(ec_size) OR min(ec_size) <> max(ec_size) "
-                     f"OR count(ec_size) < count(*)))")
+        parts.append(f"(SELECT [count(*) FILTER (WHERE sized), count(*) FILTER (WHERE mixed)] "
+                     f"FROM (SELECT count(*) <> max(ec_size) OR min(ec_size) <> max(ec_size) "
+                     f"OR count(ec_size) < count(*) AS sized, bool_or(suppressed) <> "
+                     f"bool_and(suppressed) AS mixed FROM {qualified} GROUP BY kanon_run, ec))")
     row = con.execute(f"SELECT {', '.join(parts)} FROM {qualified}").fetchall()[0]
+    sized, mixed = row[-1] if "ec_size" in cols else (0, 0)
     null_sup = row[1]
     problems = [f"{bad} row(s) with {lo} > {hi}"
                 for lo, hi, bad in zip(lo_cols, hi_cols, row[2:2 + len(lo_cols)]) if bad]
     if null_sup:
         problems.append(f"{null_sup} row(s) with a NULL suppressed flag")
-    if "ec_size" in cols and row[-1]:
-        problems.append(f"{row[-1]} class(es) whose ec_size differs from their number of rows")
+    if sized:
+        problems.append(f"{sized} class(es) whose ec_size differs from their number of rows")
+    if mixed:
+        problems.append(f"{mixed} class(es) holding both suppressed and published rows")
     if problems:
         raise InvalidParameterError(
             f"table '{table}' was edited after k_anonymize wrote it: {'; '.join(problems)}; its "

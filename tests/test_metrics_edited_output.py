@@ -22,6 +22,9 @@ EDITS = {  # edit -> (SQL on table e, words the error names, metrics that must r
     "ec_size changed": ("UPDATE e SET ec_size = ec_size + 1 WHERE id = 7", "ec_size", None),
     "a row deleted": ("DELETE FROM e WHERE id = 7", "ec_size", None),
     "a row added": ("INSERT INTO e SELECT * FROM e WHERE id = 7", "ec_size", None),
+    # verify7: one row's flag flipped (k_anonymize suppresses whole classes); measured before
+    "suppressed flipped": ("UPDATE e SET suppressed = NOT suppressed WHERE id = 7",
+                           "suppressed and published", None),
 }
 
 

@@ -197,6 +197,10 @@ def test_sql_recursive_l_diversity(con):
     ({"sensitive": "s", "l": 2.5, "l_variant": "recursive", "c": 3},
      r"recursive \(c,l\)-diversity needs a whole number l .*got 2.5"),
     ({"sensitive": "s", "l": "2.5", "l_variant": "recursive", "c": 3}, "whole number"),
+    # verify7: an infinite l raised "OverflowError: cannot convert float infinity to integer"
+    ({"sensitive": "s", "l": float("inf")}, "needs a finite l"),
+    ({"sensitive": "s", "l": "inf", "l_variant": "recursive", "c": 3}, "needs a finite l"),
+    ({"sensitive": "s", "l": float("inf"), "l_variant": "entropy"}, "needs a finite l"),
 ])
 def test_bad_model_parameters_are_named(params, match):
     with pytest.raises(InvalidParameterError, match=match):

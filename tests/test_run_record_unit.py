@@ -85,3 +85,21 @@ def test_ids_an_abandoned_statement_reserved_are_its_databases_only(con):
         other.close()
     con.execute(f"CREATE TABLE o AS FROM {Q.format(src='t')}")
     assert [r[0] for r in _runs(con)] == [2]  # 1 is held by the abandoned statement
+
+
+def test_a_temp_tables_failed_write_leaves_no_run_record(con):
+    """The caller-read path (a TEMP table, read in the caller's query: sql/caller_read.sql) is
+    one unit too. Found by verify7: before, each failed statement below left a kanon_runs row
+    (its run was recorded before the output was written)."""
+    con.execute("CREATE TEMP TABLE tt AS FROM t")
+    q = Q.format(src="tt")
+    for at in (3, 5000):
+        with pytest.raises(duckdb.Error, match="boom"):
+            con.execute(f"CREATE TABLE o1 AS SELECT *, CASE WHEN id = {at} THEN error('boom') "
+                        f"END AS e FROM {q}")
+    assert _runs(con) == []
+    con.execute(f"CREATE TABLE o3 AS FROM {q}")
+    (run,), = _runs(con)
+    assert con.execute("SELECT DISTINCT kanon_run FROM o3").fetchall() == [(run,)]
+    assert con.execute("SELECT n_rows, k FROM kanon_runs").fetchall() == [(N, 5)]
+    assert con.execute("SELECT gcp('o3')").fetchall() == [(0.0,)]

@@ -255,14 +255,13 @@ def run_and_store(con, ctx: UdfContext, cur, source, args: dict, values: bool = 
     ``row_values.ClassValues``, for ``__kanon_row``) and the caller-read path
     (``__kanon_run_rows``)."""
     from kanon_duckdb.assignment import STORE, Assignment
-    res = run_on(con, ctx, cur, source, args, record="deferred" if values else True)
-    payload = on_done = None
+    res = run_on(con, ctx, cur, source, args, record="deferred")
+    payload = None
     if values:
         from kanon_duckdb.row_values import ClassValues
         payload = ClassValues(res)
-        on_done = record_when_written(con, res)
     return res, STORE.start(Assignment(res.row_key, res.generalized.ec, res.data), payload,
-                            on_done)
+                            record_when_written(con, res))
 
 
 # Above this many rows (the catalog's estimate) a statement joins the class table to a parallel
