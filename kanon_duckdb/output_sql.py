@@ -105,9 +105,12 @@ def positional_sql(plan: QIPlan, rows_expr: str) -> str:
     ``rows_expr`` yields ROWS_TYPE's value, the published values of every row in first-read
     order, unnested beside a second scan of the relation by position (POSITIONAL JOIN: no
     row->class look-up, no join on class ids, no row count). A filter no projection drops
-    refuses the output when the two reads differ: a row on one side only, or a row whose QI key
-    (``row_key_sql``) is not the first read's at that position (rows with equal QI tuples are
-    interchangeable for the guarantee and for truthfulness); the same filter counts the rows
+    refuses the output when the two reads differ: a row of the second read the first did not
+    have (its key NULL), a second read of another row count (rows deleted: checked on the rows
+    a POSITIONAL JOIN emits with no second-read side, which a LIMIT that stopped the scan also
+    produces and which are then dropped), or a row whose QI key (``row_key_sql``) is not the
+    first read's at that position (rows with equal QI tuples are interchangeable for the
+    guarantee and for truthfulness); the same filter counts the rows
     produced (``__kanon_seen``: the run's kanon_runs row is written with the last one,
     ``assignment.Assignments.expect_rows``). Same columns, types and values as
     ``output_sql``."""
@@ -119,8 +122,12 @@ def positional_sql(plan: QIPlan, rows_expr: str) -> str:
     __kanon_cec AS ec, __kanon_csize AS ec_size, __kanon_csup AS suppressed, __kanon_crun AS kanon_run
 FROM (SELECT *, true AS __kanon_here FROM {plan.table_sql}) AS __kanon_rows
 POSITIONAL JOIN (
-    SELECT {CLASS_ITEMS}, unnest(c.key) AS __kanon_key, c.run_id AS __kanon_crun{''.join(', ' + x for x in cls_cols)}
+    SELECT {CLASS_ITEMS}, unnest(c.key) AS __kanon_key, c.run_id AS __kanon_crun,
+        len(c.key) AS __kanon_n{''.join(', ' + x for x in cls_cols)}
     FROM (SELECT {rows_expr} AS c)
 ) AS __kanon_cls
-WHERE CASE WHEN __kanon_here IS NULL OR __kanon_key IS DISTINCT FROM {row_key_sql(plan)}
+WHERE CASE WHEN __kanon_here IS NULL
+           THEN CASE WHEN (SELECT count(*) FROM {plan.table_sql}) <> __kanon_n
+                     THEN error({changed}) ELSE false END
+           WHEN __kanon_key IS DISTINCT FROM {row_key_sql(plan)}
            THEN error({changed}) ELSE __kanon_seen(__kanon_crun) END"""
