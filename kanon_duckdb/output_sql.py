@@ -123,11 +123,10 @@ def positional_sql(plan: QIPlan, rows_expr: str) -> str:
 FROM (SELECT *, true AS __kanon_here FROM {plan.table_sql}) AS __kanon_rows
 POSITIONAL JOIN (
     SELECT {CLASS_ITEMS}, unnest(c.key) AS __kanon_key, c.run_id AS __kanon_crun,
-        len(c.key) AS __kanon_n{''.join(', ' + x for x in cls_cols)}
-    FROM (SELECT {rows_expr} AS c)
+        len(c.key) <> n AS __kanon_recounted{''.join(', ' + x for x in cls_cols)}
+    FROM (SELECT {rows_expr} AS c, (SELECT count(*) FROM {plan.table_sql}) AS n)
 ) AS __kanon_cls
 WHERE CASE WHEN __kanon_here IS NULL
-           THEN CASE WHEN (SELECT count(*) FROM {plan.table_sql}) <> __kanon_n
-                     THEN error({changed}) ELSE false END
+           THEN CASE WHEN __kanon_recounted THEN error({changed}) ELSE false END
            WHEN __kanon_key IS DISTINCT FROM {row_key_sql(plan)}
            THEN error({changed}) ELSE __kanon_seen(__kanon_crun) END"""
