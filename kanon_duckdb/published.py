@@ -85,12 +85,51 @@ def int_carried(plan) -> list:
             if c in plan.integer or decimal_width(plan.types[c]) is not None]
 
 
+# the widest DECIMAL whose unscaled integers (value * 10^s, below 10^p) always fit BIGINT
+NARROW_DECIMAL_DIGITS = 18
+# a wide DECIMAL's unscaled integer u travels as two BIGINTs (high, low): u = high * 2^64 + low,
+# low the signed reading of u's low 64 bits (so |high| < 2^63 for any |u| < 10^38)
+_LOW = 2 ** 64
+
+
+def wide_decimal(sql_type: str) -> bool:
+    """True for a DECIMAL(p > 18, s) SQL type: its unscaled integers can leave BIGINT, so its
+    bounds travel as two halves (``split_unscaled``), the high one in its ``int_carried``
+    slot, the low one in ``low_slots``'s."""
+    width = decimal_width(sql_type)
+    return width is not None and width[0] > NARROW_DECIMAL_DIGITS
+
+
+def low_slots(plan) -> dict:
+    """{wide DECIMAL QI (``wide_decimal``): 0-based position of its low halves in the integer
+    lists}, after every ``int_carried`` slot (so the other QIs' positions do not move)."""
+    carried = int_carried(plan)
+    wide = [c for c in carried if c not in plan.integer and wide_decimal(plan.types[c])]
+    return {c: len(carried) + i for i, c in enumerate(wide)}
+
+
+def split_unscaled(values) -> tuple:
+    """(high, low) int64 arrays of the Python ints ``values`` (|u| < 2^127): u = high * 2^64
+    + low, the inverse of ``wide_unscaled_sql``."""
+    import numpy as np
+    low = [((u % _LOW) ^ 2 ** 63) - 2 ** 63 for u in values]
+    high = [(u - lo) >> 64 for u, lo in zip(values, low)]
+    return np.array(high, dtype=np.int64), np.array(low, dtype=np.int64)
+
+
+def wide_unscaled_sql(high: str, low: str) -> str:
+    """SQL of the HUGEINT unscaled integer whose halves (``split_unscaled``) are the BIGINTs
+    ``high`` and ``low`` (NULL when ``high`` is)."""
+    return f"(CAST({high} AS HUGEINT) * {_LOW} + {low})"
+
+
 def unscaled_sql(expr: str, sql_type: str) -> str:
-    """SQL turning ``expr``, the unscaled BIGINT of a DECIMAL(p, s) value (value * 10^s),
-    back into that DECIMAL(p, s) value exactly (a DECIMAL product, then a cast that only
-    narrows the precision; for s > 18 sql/caller_read.sql's ``__kanon_unscaled_text``)."""
+    """SQL turning ``expr``, the unscaled integer of a DECIMAL(p, s) value (value * 10^s; a
+    BIGINT, or for a ``wide_decimal`` the HUGEINT of ``wide_unscaled_sql``), back into that
+    DECIMAL(p, s) value exactly (a DECIMAL product, then a cast that only narrows the
+    precision; for p > 18 sql/caller_read.sql's ``__kanon_unscaled_text``)."""
     p, s = decimal_width(sql_type)
-    if s > 18:  # the product's precision 19 + s + 1 would pass 38: through the text
+    if p > NARROW_DECIMAL_DIGITS:  # expr: the HUGEINT of wide_unscaled_sql
         return f"CAST(__kanon_unscaled_text({expr}, {s}) AS DECIMAL({p},{s}))"
     return (f"CAST(CAST({expr} AS DECIMAL(19,0)) * CAST('1e-{s}' AS DECIMAL({s + 1},{s})) "
             f"AS DECIMAL({p},{s}))")

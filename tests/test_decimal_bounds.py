@@ -134,15 +134,101 @@ def test_a_temp_tables_decimal_bounds_are_its_own_type_and_exact(con, algo):
     con.execute("DROP TABLE dec_tmp")
 
 
-def test_a_decimal_beyond_bigint_unscaled_is_refused_by_name():
+WIDE = {  # column -> SQL type: unscaled integers (value * 10^s) far outside BIGINT
+    "h": "DECIMAL(38,0)",  # near +-10^30, and +-(10^38 - 1), DECIMAL(38,0)'s extremes
+    "m": "DECIMAL(38,10)",  # money near +-10^12 to the 1e-10 (unscaled ~10^22)
+}
+WIDE_N = 120
+
+
+@pytest.fixture(scope="module")
+def wide():
+    """wide_src: h and m (WIDE) with negatives and NULLs, beside a narrow DECIMAL (a), a
+    BIGINT (n: another user of the integer lists) and a categorical c."""
     c = kanon_duckdb.connect()
-    try:
-        c.execute("CREATE TABLE big_dec AS SELECT (i * 1e20)::DECIMAL(38,2) AS v "
-                  "FROM range(10) r(i)")
-        with pytest.raises(Exception, match="'v' .*unscaled integer .*outside the BIGINT range"):
-            c.execute("FROM k_anonymize('big_dec', k := 2, qi := ['v'])").fetchall()
-    finally:
-        c.close()
+    rng = np.random.default_rng(5)
+    rows = []
+    for i in range(WIDE_N):
+        sign = -1 if i % 2 else 1
+        h = "NULL" if i % 13 == 4 else str(sign * (10 ** 30 + int(rng.integers(0, 5000))))
+        if i in (7, 8):
+            h = str(sign * (10 ** 38 - 1))
+        m = ("NULL" if i % 11 == 3 else
+             str(sign * (Decimal(10 ** 12 + int(rng.integers(0, 40)))
+                         + Decimal(int(rng.integers(0, 3000))).scaleb(-10))))  # many per DOUBLE
+        a = Decimal(int(rng.integers(-99999, 99999))).scaleb(-3)
+        n = int(rng.integers(-(2 ** 62), 2 ** 62))
+        rows.append(f"({i}, {h}, {m}, {a}, {n}, 'c{i % 3}')")
+    c.execute(f"CREATE TABLE wide_src AS SELECT id, h::{WIDE['h']} AS h, m::{WIDE['m']} AS m, "
+              f"a::DECIMAL(12,3) AS a, n::BIGINT AS n, c "
+              f"FROM (VALUES {', '.join(rows)}) v(id, h, m, a, n, c)")
+    assert c.execute("SELECT count(DISTINCT h) > count(DISTINCT h::DOUBLE), "
+                     "count(DISTINCT m) > count(DISTINCT m::DOUBLE), count(*) - count(h), "
+                     "count(*) - count(m), min(m) < 0 FROM wide_src").fetchall() \
+        == [(True, True, 9, 11, True)]
+    yield c
+    c.close()
+
+
+def _wide_check(con, out, qi):
+    """Every non-NULL bound of ``out`` (an output of wide_src) is a Decimal of the column's
+    values and holds its row exactly, a NULL value or suppressed row publishes a NULL range, the
+    bounds have the column's DECIMAL type; gcp, kanon_qi_loss and qi_loss are the exact ones."""
+    rel = con.sql(f"FROM {out}")
+    types = dict(zip(rel.columns, map(str, rel.types)))
+    for q, typ in WIDE.items():
+        assert (types[f"{q}_min"], types[f"{q}_max"]) == (typ, typ), (out, q, types)
+    num = [q for q in qi if q != "c"]
+    sel = ", ".join(f"t.{q}, o.{q}_min, o.{q}_max" for q in num)
+    rows = con.execute(f"SELECT o.suppressed, o.c, {sel} FROM {out} o JOIN wide_src t USING (id)"
+                       ).fetchall()
+    assert len(rows) == WIDE_N
+    assert con.execute(f"SELECT min(ec_size) FROM {out}").fetchone()[0] >= 4
+    values = {q: {r[2 + 3 * i] for r in rows} - {None} for i, q in enumerate(num)}
+    for r in rows:
+        for i, q in enumerate(num):
+            v, lo, hi = r[2 + 3 * i: 5 + 3 * i]
+            if r[0] or v is None:
+                assert lo is None and hi is None, (q, r[0], v, lo, hi)
+            elif lo is not None:
+                assert lo in values[q] and hi in values[q], (q, lo, hi)  # data values
+                assert lo <= v <= hi, (q, v, lo, hi)  # truthful, exactly
+    glo = {q: Fraction(min(v)) for q, v in values.items()}
+    ghi = {q: Fraction(max(v)) for q, v in values.items()}
+    gcp, per_qi = naive_metrics.exact_losses(rows, num, qi, glo, ghi)
+    naive_metrics.assert_losses_equal(con, out, gcp, per_qi)
+
+
+WIDE_QI = ["h", "m", "a", "n", "c"]
+WIDE_ARGS = f"k := 4, qi := {WIDE_QI}, seed := 3"
+
+
+@pytest.mark.parametrize("algo", ["mondrian", "kmember", "optimal", "datafly"])
+def test_a_decimal_beyond_bigint_unscaled_publishes_exact_bounds(wide, algo):
+    """DECIMAL(38,0) near +-10^30 and DECIMAL(38,10) near +-10^12 (unscaled integers past
+    BIGINT, carried as two halves: published.split_unscaled) publish exact DECIMAL(38, s)
+    bounds on every path: the base table read in order (output_sql.positional_sql), a view
+    (output_sql.output_sql, row by row), a TEMP table (sql/caller_read.sql) and the Python API,
+    all the same rows. Before: refused ("outside the BIGINT range")."""
+    con = wide
+    args = f"{WIDE_ARGS}, algo := '{algo}'"
+    con.execute("CREATE OR REPLACE VIEW wide_view AS FROM wide_src")
+    con.execute("CREATE OR REPLACE TEMP TABLE wide_tmp AS FROM wide_src")
+    outs = {}
+    for path, src in (("base", "wide_src"), ("view", "wide_view"), ("temp", "wide_tmp")):
+        con.execute(f"CREATE OR REPLACE TABLE wide_out_{path} AS FROM k_anonymize('{src}', {args})")
+        outs[path] = f"wide_out_{path}"
+    rel = kanon_duckdb.anonymize("wide_src", k=4, qi=WIDE_QI, seed=3, algo=algo, con=con)
+    rel.create("wide_out_api")
+    outs["api"] = "wide_out_api"
+    published = {}
+    for path, out in outs.items():
+        _wide_check(con, out, WIDE_QI)
+        published[path] = con.execute(f"SELECT * EXCLUDE (kanon_run) FROM {out} ORDER BY id"
+                                      ).fetchall()
+    assert all(p == published["base"] for p in published.values()), algo
+    for out in outs.values():
+        con.execute(f"DROP TABLE {out}")
 
 
 def test_a_scale_past_18_is_exact_on_both_paths():
