@@ -80,7 +80,8 @@ def int_carried(plan) -> list:
     the integer (BIGINT) lists of a run's class table and row values: the integer QIs
     (``plan.integer``, their values) and the DECIMAL ones (their unscaled integers: value *
     10^scale, ``kanon_duckdb.decimals``, turned back into DECIMAL(p, s) exactly by
-    ``unscaled_sql``). The other numeric QIs travel as DOUBLE."""
+    ``unscaled_sql``; a ``wide_decimal``'s high halves, its low halves in ``low_slots``). The
+    other numeric QIs travel as DOUBLE."""
     return [c for c in plan.numeric
             if c in plan.integer or decimal_width(plan.types[c]) is not None]
 
@@ -147,8 +148,13 @@ def wide_bound_type(sql_type: str, lo, hi) -> str | None:
     narrower signed integer whose values reach a quarter of its range (a sum of two could
     overflow); HUGEINT for BIGINT and UBIGINT whose values reach a quarter of 2^63 (a span
     such as 2^63 - 1 - (-2^63 + 1) overflows BIGINT: DuckDB does not widen BIGINT
-    arithmetic); None for HUGEINT, DOUBLE, DECIMAL (DuckDB widens its sums and differences,
-    and divides it as DOUBLE) and narrow columns of small values."""
+    arithmetic); DOUBLE for a DECIMAL(p, s) whose values reach a quarter of 10^(38 - s) (DuckDB
+    widens DECIMAL sums and differences only up to DECIMAL(38): a midpoint of 10^38 - 1 and
+    10^30 overflows); None for HUGEINT, DOUBLE, other DECIMALs (DuckDB widens their sums and
+    differences, and divides them as DOUBLE) and narrow columns of small values."""
+    width = decimal_width(sql_type)
+    if width is not None:
+        return "DOUBLE" if 4 * max(abs(lo), abs(hi)) >= 10 ** (38 - width[1]) else None
     base = sql_type.split("(")[0].strip().upper()
     if base in ("FLOAT", "REAL", "FLOAT4"):
         return "DOUBLE"
