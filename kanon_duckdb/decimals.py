@@ -73,9 +73,9 @@ def _looked_up(con, plan, c, s, lo, hi, null_lo, null_hi):
     # (a product by 10^s can overflow DECIMAL(38) inside DuckDB)
     unscaled = "replace(CAST({} AS VARCHAR), '.', '')::HUGEINT"
     rows = con.execute(
-        f"SELECT CAST({q} AS DOUBLE) AS v, {unscaled.format(f'min({q})')}, "
+        f"SELECT CAST({q} AS DOUBLE), {unscaled.format(f'min({q})')}, "
         f"{unscaled.format(f'max({q})')} FROM {plan.table_sql} "
-        f"WHERE CAST({q} AS DOUBLE) IN (SELECT unnest(?::DOUBLE[])) GROUP BY v",
+        f"WHERE CAST({q} AS DOUBLE) IN (SELECT unnest(?::DOUBLE[])) GROUP BY 1",
         [coords.tolist()]).fetchall()
     smallest = {v: a for v, a, _ in rows}
     largest = {v: b for v, _, b in rows}

@@ -263,3 +263,22 @@ def test_the_rewriter_reads_bounds_at_decimal38s_extremes(wide):
                            if not isinstance(x, str) and x is not None), (sql, got)
         assert con.execute(kanon_rewrite(con, sql, "wide_rw")).fetchall()
     con.execute("DROP TABLE wide_rw")
+
+
+def test_a_wide_decimal_of_a_relation_or_column_named_v():
+    """The look-up of a DECIMAL(p > 15)'s values (decimals._looked_up) groups by position: its
+    old alias v bound to a column v, or to the row of a relation named v (a binder error)."""
+    c = kanon_duckdb.connect()
+    try:
+        c.execute("CREATE TABLE t AS SELECT i AS id, (812345678 + i / 10000000000)::DECIMAL(38,10) "
+                  "AS x, i % 3 AS v FROM range(40) r(i)")
+        c.execute("CREATE VIEW v AS FROM t")
+        values = {r[0] for r in c.execute("SELECT x FROM t").fetchall()}
+        for src in ("t", "v"):
+            got = c.execute(f"SELECT x, x_min, x_max FROM t JOIN k_anonymize('{src}', k := 4, "
+                            f"qi := ['x']) USING (id)").fetchall()
+            assert len(got) == 40
+            for x, lo, hi in got:
+                assert lo in values and hi in values and lo <= x <= hi, (src, x, lo, hi)
+    finally:
+        c.close()
