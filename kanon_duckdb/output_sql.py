@@ -21,8 +21,7 @@ class table or the count (see its docstring).
 from __future__ import annotations
 
 from .encoding import QIPlan, row_key_sql
-from .published import (bound_columns, bound_type, int_carried, low_slots, unscaled_sql,
-                        wide_unscaled_sql)
+from .published import bound_columns, bound_type, int_carried, low_slots, unscaled_sql
 from .row_values import row_layout
 from .sqlutil import quote_ident
 
@@ -59,8 +58,7 @@ def published_layout(plan: QIPlan) -> tuple[list, list]:
             typ = bound_type(plan.types[c], integer)
             if c in wide:  # a DECIMAL(p > 18): its unscaled integers' (high, low) halves
                 w = wide[c] + 1
-                cast = lambda x, side: unscaled_sql(  # noqa: E731
-                    wide_unscaled_sql(x, f"unnest(c.{side}[{w}])"), typ)
+                cast = lambda x, side: unscaled_sql(x, typ, f"unnest(c.{side}[{w}])")  # noqa: E731
             elif c in carried and not integer:  # a DECIMAL: its unscaled integers
                 cast = lambda x, side: unscaled_sql(x, typ)  # noqa: E731
             else:

@@ -111,29 +111,34 @@ def low_slots(plan) -> dict:
 
 def split_unscaled(values) -> tuple:
     """(high, low) int64 arrays of the Python ints ``values`` (|u| < 2^127): u = high * 2^64
-    + low, the inverse of ``wide_unscaled_sql``."""
+    + low, what ``unscaled_sql`` turns back (and sql/caller_read.sql's ``__kanon_bound``)."""
     import numpy as np
     low = [((u % _LOW) ^ 2 ** 63) - 2 ** 63 for u in values]
     high = [(u - lo) >> 64 for u, lo in zip(values, low)]
     return np.array(high, dtype=np.int64), np.array(low, dtype=np.int64)
 
 
-def wide_unscaled_sql(high: str, low: str) -> str:
-    """SQL of the HUGEINT unscaled integer whose halves (``split_unscaled``) are the BIGINTs
-    ``high`` and ``low`` (NULL when ``high`` is)."""
-    return f"(CAST({high} AS HUGEINT) * {_LOW} + {low})"
-
-
-def unscaled_sql(expr: str, sql_type: str) -> str:
-    """SQL turning ``expr``, the unscaled integer of a DECIMAL(p, s) value (value * 10^s; a
-    BIGINT, or for a ``wide_decimal`` the HUGEINT of ``wide_unscaled_sql``), back into that
-    DECIMAL(p, s) value exactly (a DECIMAL product, then a cast that only narrows the
-    precision; for p > 18 sql/caller_read.sql's ``__kanon_unscaled_text``)."""
+def unscaled_sql(expr: str, sql_type: str, low: str | None = None) -> str:
+    """SQL turning ``expr``, the unscaled BIGINT of a DECIMAL(p, s) value (value * 10^s), back
+    into that DECIMAL(p, s) value exactly (a DECIMAL product, then a cast that only narrows the
+    precision). For a ``wide_decimal`` ``expr`` and ``low`` are the BIGINT halves of the
+    unscaled integer (``split_unscaled``): the same product when it fits BIGINT (high is low's
+    sign) and s <= 18, else the HUGEINT's text (sql/caller_read.sql's
+    ``__kanon_unscaled_text``, about 0.4 us a value)."""
     p, s = decimal_width(sql_type)
-    if p > NARROW_DECIMAL_DIGITS:  # expr: the HUGEINT of wide_unscaled_sql
-        return f"CAST(__kanon_unscaled_text({expr}, {s}) AS DECIMAL({p},{s}))"
-    return (f"CAST(CAST({expr} AS DECIMAL(19,0)) * CAST('1e-{s}' AS DECIMAL({s + 1},{s})) "
+
+    def product(x):
+        return (f"CAST(CAST({x} AS DECIMAL(19,0)) * CAST('1e-{s}' AS DECIMAL({s + 1},{s})) "
+                f"AS DECIMAL({p},{s}))")
+
+    if p <= NARROW_DECIMAL_DIGITS:
+        return product(expr)
+    text = (f"CAST(__kanon_unscaled_text(CAST({expr} AS HUGEINT) * {_LOW} + {low}, {s}) "
             f"AS DECIMAL({p},{s}))")
+    if s > 18:  # the product's precision 19 + s + 1 would pass 38
+        return text
+    return (f"CASE WHEN {expr} = CASE WHEN {low} < 0 THEN -1 ELSE 0 END THEN {product(low)} "
+            f"ELSE {text} END")
 
 
 _SIGNED_BITS = {"TINYINT": 8, "INT1": 8, "SMALLINT": 16, "INT2": 16, "SHORT": 16, "INTEGER": 32,

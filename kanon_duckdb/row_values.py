@@ -130,7 +130,7 @@ def row_layout(plan, row: str, names: str) -> list:
     """The output columns before ``ec``, in the relation's column order: (name, SQL expression
     over the ROW_TYPE value ``row`` and the run's label list ``names`` (RUN_REF_TYPE's)
     publishing it, or None for the source column of that name unchanged)."""
-    from .published import bound_columns, low_slots, wide_unscaled_sql
+    from .published import bound_columns, bound_type, low_slots, unscaled_sql
     used = dict.fromkeys(_KINDS, 0)
     layout = []
     wide = low_slots(plan)
@@ -142,8 +142,10 @@ def row_layout(plan, row: str, names: str) -> list:
                 expr = f"{row}.{kind}[{used[kind]}]"
                 if c in wide:  # (high, low) halves of the unscaled integer
                     used[kind] += 1
-                    expr = wide_unscaled_sql(expr, f"{row}.{kind}[{used[kind]}]")
-                layout.append((name, sql(expr)))
+                    layout.append((name, unscaled_sql(expr, bound_type(plan.types[c], False),
+                                                      f"{row}.{kind}[{used[kind]}]")))
+                else:
+                    layout.append((name, sql(expr)))
         elif c in plan.categorical:
             used["lab"] += 1
             layout.append((c, f"{names}[{row}.lab[{used['lab']}]]"))
