@@ -9,7 +9,7 @@ c_min = 0.1000000000000000055 for a row holding Decimal('0.1'): "untruthful" com
 then (s24) DECIMAL(p <= 15) published exactly, a wider one still DOUBLE (``w`` and ``x`` below:
 values of 18 and 24 digits, many sharing one DOUBLE) and every DECIMAL of a TEMP table DOUBLE.
 """
-from decimal import Decimal
+from decimal import Context, Decimal
 from fractions import Fraction
 
 import numpy as np
@@ -280,5 +280,29 @@ def test_a_wide_decimal_of_a_relation_or_column_named_v():
             assert len(got) == 40
             for x, lo, hi in got:
                 assert lo in values and hi in values and lo <= x <= hi, (src, x, lo, hi)
+    finally:
+        c.close()
+
+
+@pytest.mark.parametrize("scale", [0, 4, 10, 18, 20])
+def test_wide_unscaled_halves_turn_back_into_the_exact_decimal(scale):
+    """published.split_unscaled then unscaled_sql give back every DECIMAL(38, s) value exactly:
+    both sides of the BIGINT fast path (high = low's sign), the int64 edges, DECIMAL(38)'s
+    extremes, negatives."""
+    from kanon_duckdb.published import split_unscaled, unscaled_sql
+    c = kanon_duckdb.connect()
+    try:
+        us = [0, 1, -1, 12345, -12345, 2 ** 63 - 1, -2 ** 63, 2 ** 63, -2 ** 63 - 1, 2 ** 64,
+              -2 ** 64, 10 ** 30 + 7, -(10 ** 30) - 7, 10 ** 38 - 1, -(10 ** 38 - 1),
+              10 ** 38 - 2 ** 63, -(10 ** 38) + 2 ** 63 + 1]
+        high, low = split_unscaled(us)
+        c.execute("CREATE TABLE halves AS SELECT unnest(?::BIGINT[]) AS h, unnest(?::BIGINT[]) AS l",
+                  [high.tolist(), low.tolist()])
+        got = [r[0] for r in c.execute(
+            f"SELECT {unscaled_sql('h', f'DECIMAL(38,{scale})', 'l')} FROM halves").fetchall()]
+        wide = Context(prec=80)  # the default 28 digits would round the reference
+        assert got == [Decimal(u).scaleb(-scale, context=wide) for u in us]
+        assert c.execute(f"SELECT {unscaled_sql('NULL::BIGINT', 'DECIMAL(38,2)', 'NULL::BIGINT')}"
+                         ).fetchall() == [(None,)]
     finally:
         c.close()
