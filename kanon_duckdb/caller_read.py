@@ -36,7 +36,7 @@ import json
 import re
 
 from .errors import InvalidParameterError
-from .published import bound_columns, int_carried
+from .published import bound_columns, int_carried, low_slots
 from .relation import Source
 from .sqlutil import quote_ident, split_qualified
 
@@ -122,18 +122,21 @@ def caller_sql(name: str, args: dict) -> str:
     lo_pat, hi_pat = bound_columns("\\0")
     cls_cols, raw_cols, pub_cols, cells = [], [], [], []
     for j, q in enumerate(qi):
-        s = f"r.slots[{j + 1}]"
+        s, w = f"r.slots[{j + 1}]", f"r.slots[{len(qi) + j + 1}]"
         cls_cols += [f"unnest(c.lo_i[{s}]) AS __kanon_q{j}_loi",
                      f"unnest(c.hi_i[{s}]) AS __kanon_q{j}_hii",
+                     f"unnest(c.lo_i[{w}]) AS __kanon_q{j}_lol",
+                     f"unnest(c.hi_i[{w}]) AS __kanon_q{j}_hil",
                      f"unnest(c.lo_f[{s}]) AS __kanon_q{j}_lof",
                      f"unnest(c.hi_f[{s}]) AS __kanon_q{j}_hif",
                      f"unnest(c.labels[{s}]) AS __kanon_q{j}_lab"]
         # the value again under a plain name: __kanon_bound's untyped w keeps a DECIMAL's
         # precision and scale (its typed v does not); one COLUMNS per expression
         raw_cols += [one(q), f"{one(q)} AS __kanon_w{j}"]
-        pub_cols += [f"__kanon_bound({one(q)}, __kanon_w{j}, __kanon_q{j}_loi, __kanon_q{j}_lof) "
-                     f"AS '{lo_pat}'",
-                     f"__kanon_bound({one(q)}, __kanon_w{j}, __kanon_q{j}_hii, __kanon_q{j}_hif) "
+        pub_cols += [f"__kanon_bound({one(q)}, __kanon_w{j}, __kanon_q{j}_loi, __kanon_q{j}_lol, "
+                     f"__kanon_q{j}_lof) AS '{lo_pat}'",
+                     f"__kanon_bound({one(q)}, __kanon_w{j}, __kanon_q{j}_hii, __kanon_q{j}_hil, "
+                     f"__kanon_q{j}_hif) "
                      f"AS '{hi_pat}'",
                      f"__kanon_label({one(q)}, __kanon_q{j}_lab) AS '\\0'",
                      f"{one(q)} AS __kanon_v{j}"]
@@ -214,10 +217,14 @@ def typed(cur, names, types, rows):
     return cur.from_arrow(text).select(*cols)
 
 
-def qi_slots(plan) -> list[int]:
+def qi_slots(plan) -> list:
     """1-based position of each QI (``plan.qi`` order) in the run's lo_i/hi_i (integer and
-    DECIMAL QIs, ``published.int_carried``), lo_f/hi_f (other numeric QIs) or labels (categorical QIs) lists."""
+    DECIMAL QIs, ``published.int_carried``), lo_f/hi_f (other numeric QIs) or labels (categorical
+    QIs) lists; then, per QI again, the position of the low halves of a DECIMAL(p > 18)'s
+    unscaled integers in lo_i/hi_i (``published.low_slots``), None for any other QI."""
     carried = int_carried(plan)
+    wide = low_slots(plan)
     floats = [c for c in plan.numeric if c not in carried]
-    return [(carried.index(c) if c in carried else floats.index(c)) + 1
-            if c in plan.numeric else plan.categorical.index(c) + 1 for c in plan.qi]
+    return ([(carried.index(c) if c in carried else floats.index(c)) + 1
+             if c in plan.numeric else plan.categorical.index(c) + 1 for c in plan.qi]
+            + [wide[c] + 1 if c in wide else None for c in plan.qi])

@@ -17,10 +17,11 @@ the column whose DOUBLE is the coordinate:
   algorithm split rows of one DOUBLE between classes). A coordinate no value has (a tree leaf
   absent from the data) is rounded outward to the scale (floor / ceiling): still truthful.
 
-The bounds travel as unscaled BIGINTs (value * 10^s, ``published.int_carried``), turned back
-into DECIMAL(p, s) in SQL (``published.unscaled_sql``); a value whose unscaled integer leaves
-the BIGINT range (p > 18 only) is refused by name, as wide integers are. Cost: O(classes) per
-narrow QI; one filtered aggregate over the rows per wide QI, only for p > 15.
+The bounds travel as unscaled integers (value * 10^s, ``published.int_carried``): one BIGINT
+for p <= 18, two (``published.split_unscaled``: high * 2^64 + low) for p > 18, whose unscaled
+integers can leave BIGINT; SQL turns them back into DECIMAL(p, s) exactly
+(``published.unscaled_sql``). Cost: O(classes) per narrow QI; one filtered aggregate over the
+rows per wide QI, only for p > 15.
 """
 from __future__ import annotations
 
@@ -28,17 +29,15 @@ from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 
 import numpy as np
 
-from .errors import DataError
-from .published import EXACT_DECIMAL_DIGITS, decimal_width
+from .published import EXACT_DECIMAL_DIGITS, decimal_width, split_unscaled, wide_decimal
 from .sqlutil import quote_ident
-
-_I64 = 2 ** 63
-
 
 def class_bounds(con, plan, data, g) -> dict:
     """{DECIMAL QI: (lo, hi, null_lo, null_hi)} of the classes of ``g`` (generalize's result on
     ``data``, the encoded relation ``plan.table_sql`` read through ``con``): int64 (C,) unscaled
-    bounds and bool (C,) NULL masks (a NULL range: suppressed, or a class holding NULL)."""
+    bounds and bool (C,) NULL masks (a NULL range: suppressed, or a class holding NULL); for a
+    ``published.wide_decimal`` (p > 18) lo and hi are the high halves and the tuple goes on
+    with the low halves (low_lo, low_hi), ``published.split_unscaled``."""
     out = {}
     for j, c in enumerate(data.num_names):
         width = None if c in plan.integer else decimal_width(plan.types[c])
@@ -54,28 +53,35 @@ def class_bounds(con, plan, data, g) -> dict:
             uhi = np.rint(np.where(null_hi, 0.0, hi) * scale).astype(np.int64)
         else:
             ulo, uhi = _looked_up(con, plan, c, s, lo, hi, null_lo, null_hi)
+            if wide_decimal(plan.types[c]):
+                (ulo, low_lo), (uhi, low_hi) = split_unscaled(ulo), split_unscaled(uhi)
+                out[c] = (ulo, uhi, null_lo, null_hi, low_lo, low_hi)
+                continue
+            ulo = np.array(ulo, dtype=np.int64)
+            uhi = np.array(uhi, dtype=np.int64)
         out[c] = (ulo, uhi, null_lo, null_hi)
     return out
 
 
 def _looked_up(con, plan, c, s, lo, hi, null_lo, null_hi):
     """Unscaled bounds of a DECIMAL(p > 15, s) QI: per published coordinate the smallest (lower
-    bounds) and largest (upper bounds) value of the column with that DOUBLE."""
+    bounds) and largest (upper bounds) value of the column with that DOUBLE, as lists of
+    Python ints (0 for a NULL bound)."""
     coords = np.unique(np.concatenate([lo[~null_lo], hi[~null_hi]]))
     q = quote_ident(c)
     # a DECIMAL's text has exactly s digits after the point: without it, the unscaled integer
     # (a product by 10^s can overflow DECIMAL(38) inside DuckDB)
     unscaled = "replace(CAST({} AS VARCHAR), '.', '')::HUGEINT"
     rows = con.execute(
-        f"SELECT CAST({q} AS DOUBLE) AS v, {unscaled.format(f'min({q})')}, "
+        f"SELECT CAST({q} AS DOUBLE), {unscaled.format(f'min({q})')}, "
         f"{unscaled.format(f'max({q})')} FROM {plan.table_sql} "
-        f"WHERE CAST({q} AS DOUBLE) IN (SELECT unnest(?::DOUBLE[])) GROUP BY v",
+        f"WHERE CAST({q} AS DOUBLE) IN (SELECT unnest(?::DOUBLE[])) GROUP BY 1",
         [coords.tolist()]).fetchall()
     smallest = {v: a for v, a, _ in rows}
     largest = {v: b for v, _, b in rows}
 
     def side(values, null, found, rounding):
-        out = np.zeros(values.size, dtype=np.int64)
+        out = [0] * values.size
         memo = {}
         for i in np.flatnonzero(~null):
             v = float(values[i])
@@ -84,12 +90,7 @@ def _looked_up(con, plan, c, s, lo, hi, null_lo, null_hi):
                 u = found.get(v)
                 if u is None:  # not a value of the column: outward to the scale
                     u = int((Decimal(v) * (Decimal(10) ** s)).to_integral_value(rounding))
-                if not -_I64 <= u < _I64:
-                    raise DataError(
-                        f"numeric QI '{c}' ({plan.types[c]}) holds values whose unscaled integer "
-                        f"(value * 10^{s}) is outside the BIGINT range, in which k_anonymize "
-                        f"publishes DECIMAL bounds exactly; anonymize a copy cast to a narrower "
-                        f"DECIMAL or to DOUBLE (rounded), or make it categorical := ['{c}']")
+                u = int(u)
                 memo[v] = u
             out[i] = u
         return out

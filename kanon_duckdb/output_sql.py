@@ -21,7 +21,7 @@ class table or the count (see its docstring).
 from __future__ import annotations
 
 from .encoding import QIPlan, row_key_sql
-from .published import bound_columns, bound_type, int_carried, unscaled_sql
+from .published import bound_columns, bound_type, int_carried, low_slots, unscaled_sql
 from .row_values import row_layout
 from .sqlutil import quote_ident
 
@@ -47,6 +47,7 @@ def published_layout(plan: QIPlan) -> tuple[list, list]:
     per-class column publishing it, or None for the source column of that name unchanged)), in
     the relation's column order."""
     carried = int_carried(plan)
+    wide = low_slots(plan)
     floats = [c for c in plan.numeric if c not in carried]
     cls_cols, layout = [], []
     for i, c in enumerate(plan.columns):
@@ -55,12 +56,15 @@ def published_layout(plan: QIPlan) -> tuple[list, list]:
             lo, hi = ("lo_i", "hi_i") if c in carried else ("lo_f", "hi_f")
             j = (carried.index(c) if c in carried else floats.index(c)) + 1
             typ = bound_type(plan.types[c], integer)
-            if c in carried and not integer:  # a DECIMAL: its unscaled integers
-                cast = lambda x: unscaled_sql(x, typ)  # noqa: E731
+            if c in wide:  # a DECIMAL(p > 18): its unscaled integers' (high, low) halves
+                w = wide[c] + 1
+                cast = lambda x, side: unscaled_sql(x, typ, f"unnest(c.{side}[{w}])")  # noqa: E731
+            elif c in carried and not integer:  # a DECIMAL: its unscaled integers
+                cast = lambda x, side: unscaled_sql(x, typ)  # noqa: E731
             else:
-                cast = lambda x: _as_type(x, typ, integer)  # noqa: E731
-            cls_cols += [f"{cast(f'unnest(c.{lo}[{j}])')} AS __kanon_q{i}_min",
-                         f"{cast(f'unnest(c.{hi}[{j}])')} AS __kanon_q{i}_max"]
+                cast = lambda x, side: _as_type(x, typ, integer)  # noqa: E731
+            cls_cols += [f"{cast(f'unnest(c.{lo}[{j}])', lo)} AS __kanon_q{i}_min",
+                         f"{cast(f'unnest(c.{hi}[{j}])', hi)} AS __kanon_q{i}_max"]
             lo_name, hi_name = bound_columns(c)
             layout += [(lo_name, f"__kanon_q{i}_min"), (hi_name, f"__kanon_q{i}_max")]
         elif c in plan.categorical:

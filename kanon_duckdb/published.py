@@ -80,20 +80,65 @@ def int_carried(plan) -> list:
     the integer (BIGINT) lists of a run's class table and row values: the integer QIs
     (``plan.integer``, their values) and the DECIMAL ones (their unscaled integers: value *
     10^scale, ``kanon_duckdb.decimals``, turned back into DECIMAL(p, s) exactly by
-    ``unscaled_sql``). The other numeric QIs travel as DOUBLE."""
+    ``unscaled_sql``; a ``wide_decimal``'s high halves, its low halves in ``low_slots``). The
+    other numeric QIs travel as DOUBLE."""
     return [c for c in plan.numeric
             if c in plan.integer or decimal_width(plan.types[c]) is not None]
 
 
-def unscaled_sql(expr: str, sql_type: str) -> str:
-    """SQL turning ``expr``, the unscaled BIGINT of a DECIMAL(p, s) value (value * 10^s),
-    back into that DECIMAL(p, s) value exactly (a DECIMAL product, then a cast that only
-    narrows the precision; for s > 18 sql/caller_read.sql's ``__kanon_unscaled_text``)."""
+# the widest DECIMAL whose unscaled integers (value * 10^s, below 10^p) always fit BIGINT
+NARROW_DECIMAL_DIGITS = 18
+# a wide DECIMAL's unscaled integer u travels as two BIGINTs (high, low): u = high * 2^64 + low,
+# low the signed reading of u's low 64 bits (so |high| < 2^63 for any |u| < 10^38)
+_LOW = 2 ** 64
+
+
+def wide_decimal(sql_type: str) -> bool:
+    """True for a DECIMAL(p > 18, s) SQL type: its unscaled integers can leave BIGINT, so its
+    bounds travel as two halves (``split_unscaled``), the high one in its ``int_carried``
+    slot, the low one in ``low_slots``'s."""
+    width = decimal_width(sql_type)
+    return width is not None and width[0] > NARROW_DECIMAL_DIGITS
+
+
+def low_slots(plan) -> dict:
+    """{wide DECIMAL QI (``wide_decimal``): 0-based position of its low halves in the integer
+    lists}, after every ``int_carried`` slot (so the other QIs' positions do not move)."""
+    carried = int_carried(plan)
+    wide = [c for c in carried if c not in plan.integer and wide_decimal(plan.types[c])]
+    return {c: len(carried) + i for i, c in enumerate(wide)}
+
+
+def split_unscaled(values) -> tuple:
+    """(high, low) int64 arrays of the Python ints ``values`` (|u| < 2^127): u = high * 2^64
+    + low, what ``unscaled_sql`` turns back (and sql/caller_read.sql's ``__kanon_bound``)."""
+    import numpy as np
+    low = [((u % _LOW) ^ 2 ** 63) - 2 ** 63 for u in values]
+    high = [(u - lo) >> 64 for u, lo in zip(values, low)]
+    return np.array(high, dtype=np.int64), np.array(low, dtype=np.int64)
+
+
+def unscaled_sql(expr: str, sql_type: str, low: str | None = None) -> str:
+    """SQL turning ``expr``, the unscaled BIGINT of a DECIMAL(p, s) value (value * 10^s), back
+    into that DECIMAL(p, s) value exactly (a DECIMAL product, then a cast that only narrows the
+    precision). For a ``wide_decimal`` ``expr`` and ``low`` are the BIGINT halves of the
+    unscaled integer (``split_unscaled``): the same product when it fits BIGINT (high is low's
+    sign) and s <= 18, else the HUGEINT's text (sql/caller_read.sql's
+    ``__kanon_unscaled_text``, about 0.4 us a value)."""
     p, s = decimal_width(sql_type)
-    if s > 18:  # the product's precision 19 + s + 1 would pass 38: through the text
-        return f"CAST(__kanon_unscaled_text({expr}, {s}) AS DECIMAL({p},{s}))"
-    return (f"CAST(CAST({expr} AS DECIMAL(19,0)) * CAST('1e-{s}' AS DECIMAL({s + 1},{s})) "
+
+    def product(x):
+        return (f"CAST(CAST({x} AS DECIMAL(19,0)) * CAST('1e-{s}' AS DECIMAL({s + 1},{s})) "
+                f"AS DECIMAL({p},{s}))")
+
+    if p <= NARROW_DECIMAL_DIGITS:
+        return product(expr)
+    text = (f"CAST(__kanon_unscaled_text(CAST({expr} AS HUGEINT) * {_LOW} + {low}, {s}) "
             f"AS DECIMAL({p},{s}))")
+    if s > 18:  # the product's precision 19 + s + 1 would pass 38
+        return text
+    return (f"CASE WHEN {expr} = CASE WHEN {low} < 0 THEN -1 ELSE 0 END THEN {product(low)} "
+            f"ELSE {text} END")
 
 
 _SIGNED_BITS = {"TINYINT": 8, "INT1": 8, "SMALLINT": 16, "INT2": 16, "SHORT": 16, "INTEGER": 32,
@@ -108,8 +153,13 @@ def wide_bound_type(sql_type: str, lo, hi) -> str | None:
     narrower signed integer whose values reach a quarter of its range (a sum of two could
     overflow); HUGEINT for BIGINT and UBIGINT whose values reach a quarter of 2^63 (a span
     such as 2^63 - 1 - (-2^63 + 1) overflows BIGINT: DuckDB does not widen BIGINT
-    arithmetic); None for HUGEINT, DOUBLE, DECIMAL (DuckDB widens its sums and differences,
-    and divides it as DOUBLE) and narrow columns of small values."""
+    arithmetic); DOUBLE for a DECIMAL(p, s) whose values reach a quarter of 10^(38 - s) (DuckDB
+    widens DECIMAL sums and differences only up to DECIMAL(38): a midpoint of 10^38 - 1 and
+    10^30 overflows); None for HUGEINT, DOUBLE, other DECIMALs (DuckDB widens their sums and
+    differences, and divides them as DOUBLE) and narrow columns of small values."""
+    width = decimal_width(sql_type)
+    if width is not None:
+        return "DOUBLE" if 4 * max(abs(lo), abs(hi)) >= 10 ** (38 - width[1]) else None
     base = sql_type.split("(")[0].strip().upper()
     if base in ("FLOAT", "REAL", "FLOAT4"):
         return "DOUBLE"

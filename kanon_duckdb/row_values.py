@@ -12,7 +12,8 @@ per kind of value, O(rows x QIs)). ``ROW_TYPE`` is fixed (a UDF's return type is
 it is registered), so the published values travel as one list per kind of value:
 
 - ``i32`` the bounds of INTEGER QIs, ``i64`` those of every other integer type (cast in SQL to
-  the column's type unless BIGINT) and of DECIMAL QIs (unscaled, ``published.unscaled_sql``), ``f64`` the bounds of the other numeric QIs (DOUBLE, cast to
+  the column's type unless BIGINT) and of DECIMAL QIs (unscaled, ``published.unscaled_sql``; a
+  DECIMAL(p > 18)'s as two halves, high then low, ``published.split_unscaled``), ``f64`` the bounds of the other numeric QIs (DOUBLE, cast to
   FLOAT for a FLOAT column), ``lab`` the categorical labels as 1-based positions in the run's
   list of every tree's labels (``ClassValues.ref``: handed to the statement once, read with
   DuckDB's list subscript, cheaper than a string per row and QI through Arrow); a QI's bounds
@@ -47,7 +48,9 @@ _ROW_ARROW = pa.struct([("ec", pa.int64()), ("size", pa.int64()), ("sup", pa.boo
 @dataclass(frozen=True)
 class Columns:
     """Per-class published values of a run (``class_columns``), C classes: integer and DECIMAL
-    QIs (``published.int_carried`` order; a DECIMAL's as unscaled integers) ``lo_i``/``hi_i`` int64 (n_int, C) with NULL masks ``null_lo_i``/
+    QIs (``published.int_carried`` order; a DECIMAL's as unscaled integers, a DECIMAL(p > 18)'s
+    high halves, then its low halves at ``published.low_slots``) ``lo_i``/``hi_i`` int64
+    (n_int, C) with NULL masks ``null_lo_i``/
     ``null_hi_i``; other numeric QIs ``lo_f``/``hi_f`` float64 (n_float, C), NaN = NULL;
     categorical QIs ``label`` int32 (n_cat, C), indices into ``names`` (every tree's labels,
     tree after tree; None = the NULL leaf); ``size`` int64 (C,), ``sup`` bool (C,)."""
@@ -68,7 +71,7 @@ def class_columns(res) -> Columns:
     """The published values of every class of the AnonymizationResult ``res`` (see
     :class:`Columns`): coordinates -> exact values through each column's codec (codec.py).
     O(classes x QIs)."""
-    from .published import int_carried
+    from .published import int_carried, low_slots
     g, plan, data = res.generalized, res.plan, res.data
     C = g.n_classes
     num_names = data.num_names
@@ -86,6 +89,8 @@ def class_columns(res) -> Columns:
 
     def ints(src, side):
         pairs = [one(c, src, side) for c in carried]
+        # then the low halves of the wide DECIMALs' unscaled integers (published.low_slots)
+        pairs += [(decimals[c][4 + side], decimals[c][2 + side]) for c in low_slots(plan)]
         return (np.array([p[0] for p in pairs], dtype=np.int64).reshape(len(pairs), C),
                 np.array([p[1] for p in pairs], dtype=bool).reshape(len(pairs), C))
 
@@ -125,15 +130,22 @@ def row_layout(plan, row: str, names: str) -> list:
     """The output columns before ``ec``, in the relation's column order: (name, SQL expression
     over the ROW_TYPE value ``row`` and the run's label list ``names`` (RUN_REF_TYPE's)
     publishing it, or None for the source column of that name unchanged)."""
-    from .published import bound_columns
+    from .published import bound_columns, bound_type, low_slots, unscaled_sql
     used = dict.fromkeys(_KINDS, 0)
     layout = []
+    wide = low_slots(plan)
     for c in plan.columns:
         if c in plan.numeric:
             kind, sql = _kind(plan, c)
             for name in bound_columns(c):
                 used[kind] += 1
-                layout.append((name, sql(f"{row}.{kind}[{used[kind]}]")))
+                expr = f"{row}.{kind}[{used[kind]}]"
+                if c in wide:  # (high, low) halves of the unscaled integer
+                    used[kind] += 1
+                    layout.append((name, unscaled_sql(expr, bound_type(plan.types[c], False),
+                                                      f"{row}.{kind}[{used[kind]}]")))
+                else:
+                    layout.append((name, sql(expr)))
         elif c in plan.categorical:
             used["lab"] += 1
             layout.append((c, f"{names}[{row}.lab[{used['lab']}]]"))
@@ -152,13 +164,18 @@ class ClassValues:
         self.size, self.sup = cols.size, cols.sup
         C = cols.size.size
         parts = {kind: [] for kind in _KINDS}  # kind -> [(values (C,), NULL mask (C,) or None)]
-        from .published import int_carried
+        from .published import int_carried, low_slots
         carried = int_carried(plan)
+        wide = low_slots(plan)
         floats = [c for c in plan.numeric if c not in carried]
         for c in plan.columns:
             if c in plan.numeric:
                 kind = _kind(plan, c)[0]
-                if c in carried:
+                if c in wide:  # row_layout's order: lo high, lo low, hi high, hi low
+                    j, w = carried.index(c), wide[c]
+                    parts[kind] += [(cols.lo_i[j], cols.null_lo_i[j]), (cols.lo_i[w], cols.null_lo_i[w]),
+                                    (cols.hi_i[j], cols.null_hi_i[j]), (cols.hi_i[w], cols.null_hi_i[w])]
+                elif c in carried:
                     j = carried.index(c)
                     parts[kind] += [(cols.lo_i[j], cols.null_lo_i[j]), (cols.hi_i[j], cols.null_hi_i[j])]
                 else:

@@ -4,26 +4,28 @@
 -- numbers (encoding._INT_TYPES, _FLOAT_TYPES, DECIMAL) publish bounds, anything else a label.
 -- tests/test_caller_read.py holds these type lists equal to kanon_duckdb/encoding.py's.
 
--- The bound of a QI: __kanon_bound(v, w, i, f), v and w the QI's value (w untyped: a typed
+-- The bound of a QI: __kanon_bound(v, w, i, l, f), v and w the QI's value (w untyped: a typed
 -- DECIMAL parameter is DuckDB's DECIMAL(18,3), w keeps the column's precision and scale), is i
 -- (the run's BIGINT bound) as v's type when v has an integer type, f (DOUBLE) as FLOAT for a
 -- FLOAT v, i read as the unscaled integer of a DECIMAL v (value * 10^scale,
--- kanon_duckdb/decimals.py) as w's DECIMAL(p, s), exactly, through its text, else f:
--- published.bound_type's rule.
+-- kanon_duckdb/decimals.py; for a DECIMAL(p > 18) i * 2^64 + l, l the low half,
+-- published.split_unscaled, NULL for any other QI) as w's DECIMAL(p, s), exactly, through its
+-- text, else f: published.bound_type's rule.
 CREATE OR REPLACE MACRO __kanon_padded(a, sc) AS lpad(a, greatest(len(a), sc + 1)::INTEGER, '0');
 CREATE OR REPLACE MACRO __kanon_point(p, sc) AS
     left(p, len(p) - sc) || CASE WHEN sc > 0 THEN '.' || right(p, sc) ELSE '' END;
 CREATE OR REPLACE MACRO __kanon_unscaled_text(i, sc) AS
     CASE WHEN i < 0 THEN '-' ELSE '' END
     || __kanon_point(__kanon_padded(abs(i::HUGEINT)::VARCHAR, sc), sc);
-CREATE OR REPLACE MACRO __kanon_bound(v, w, i, f) AS f,
-    (v TINYINT, w, i, f) AS cast_to_type(i, v), (v SMALLINT, w, i, f) AS cast_to_type(i, v),
-    (v INTEGER, w, i, f) AS cast_to_type(i, v), (v BIGINT, w, i, f) AS i,
-    (v HUGEINT, w, i, f) AS cast_to_type(i, v), (v UTINYINT, w, i, f) AS cast_to_type(i, v),
-    (v USMALLINT, w, i, f) AS cast_to_type(i, v), (v UINTEGER, w, i, f) AS cast_to_type(i, v),
-    (v UBIGINT, w, i, f) AS cast_to_type(i, v), (v UHUGEINT, w, i, f) AS cast_to_type(i, v),
-    (v FLOAT, w, i, f) AS cast_to_type(f, v), (v DOUBLE, w, i, f) AS f,
-    (v DECIMAL, w, i, f) AS cast_to_type(__kanon_unscaled_text(i,
+CREATE OR REPLACE MACRO __kanon_bound(v, w, i, l, f) AS f,
+    (v TINYINT, w, i, l, f) AS cast_to_type(i, v), (v SMALLINT, w, i, l, f) AS cast_to_type(i, v),
+    (v INTEGER, w, i, l, f) AS cast_to_type(i, v), (v BIGINT, w, i, l, f) AS i,
+    (v HUGEINT, w, i, l, f) AS cast_to_type(i, v), (v UTINYINT, w, i, l, f) AS cast_to_type(i, v),
+    (v USMALLINT, w, i, l, f) AS cast_to_type(i, v), (v UINTEGER, w, i, l, f) AS cast_to_type(i, v),
+    (v UBIGINT, w, i, l, f) AS cast_to_type(i, v), (v UHUGEINT, w, i, l, f) AS cast_to_type(i, v),
+    (v FLOAT, w, i, l, f) AS cast_to_type(f, v), (v DOUBLE, w, i, l, f) AS f,
+    (v DECIMAL, w, i, l, f) AS cast_to_type(__kanon_unscaled_text(
+        CASE WHEN l IS NULL THEN i::HUGEINT ELSE i::HUGEINT * 18446744073709551616 + l END,
         regexp_extract(typeof(w), ',\s*(\d+)\)', 1)::INTEGER), w);
 
 -- The label of a QI: __kanon_label(v, label) is the label (v only names the output column,

@@ -167,7 +167,7 @@ def test_overload_dispatch_follows_plan_qis(con, sql_type):
     con.execute(f"CREATE OR REPLACE TABLE typed AS SELECT NULL::{sql_type} AS v")
     plan = plan_qis(con, "typed", ["v"])
     cell, bound = con.execute("SELECT typeof(__kanon_cell(v, lo, hi, lab)), "
-                              "typeof(__kanon_bound(v, v, 1::BIGINT, 0.5::DOUBLE)) "
+                              "typeof(__kanon_bound(v, v, 1::BIGINT, NULL::BIGINT, 0.5::DOUBLE)) "
                               "FROM (SELECT v, 1 AS lo, 2 AS hi, 'x' AS lab FROM typed)").fetchall()[0]
     assert cell.startswith("STRUCT(lo") == bool(plan.numeric), (cell, plan)
     want = caller_bound_type(plan.types["v"], bool(plan.integer)) if plan.numeric else "DOUBLE"

@@ -9,7 +9,7 @@ c_min = 0.1000000000000000055 for a row holding Decimal('0.1'): "untruthful" com
 then (s24) DECIMAL(p <= 15) published exactly, a wider one still DOUBLE (``w`` and ``x`` below:
 values of 18 and 24 digits, many sharing one DOUBLE) and every DECIMAL of a TEMP table DOUBLE.
 """
-from decimal import Decimal
+from decimal import Context, Decimal
 from fractions import Fraction
 
 import numpy as np
@@ -134,15 +134,101 @@ def test_a_temp_tables_decimal_bounds_are_its_own_type_and_exact(con, algo):
     con.execute("DROP TABLE dec_tmp")
 
 
-def test_a_decimal_beyond_bigint_unscaled_is_refused_by_name():
+WIDE = {  # column -> SQL type: unscaled integers (value * 10^s) far outside BIGINT
+    "h": "DECIMAL(38,0)",  # near +-10^30, and +-(10^38 - 1), DECIMAL(38,0)'s extremes
+    "m": "DECIMAL(38,10)",  # money near +-10^12 to the 1e-10 (unscaled ~10^22)
+}
+WIDE_N = 120
+
+
+@pytest.fixture(scope="module")
+def wide():
+    """wide_src: h and m (WIDE) with negatives and NULLs, beside a narrow DECIMAL (a), a
+    BIGINT (n: another user of the integer lists) and a categorical c."""
     c = kanon_duckdb.connect()
-    try:
-        c.execute("CREATE TABLE big_dec AS SELECT (i * 1e20)::DECIMAL(38,2) AS v "
-                  "FROM range(10) r(i)")
-        with pytest.raises(Exception, match="'v' .*unscaled integer .*outside the BIGINT range"):
-            c.execute("FROM k_anonymize('big_dec', k := 2, qi := ['v'])").fetchall()
-    finally:
-        c.close()
+    rng = np.random.default_rng(5)
+    rows = []
+    for i in range(WIDE_N):
+        sign = -1 if i % 2 else 1
+        h = "NULL" if i % 13 == 4 else str(sign * (10 ** 30 + int(rng.integers(0, 5000))))
+        if i in (7, 8):
+            h = str(sign * (10 ** 38 - 1))
+        m = ("NULL" if i % 11 == 3 else
+             str(sign * (Decimal(10 ** 12 + int(rng.integers(0, 40)))
+                         + Decimal(int(rng.integers(0, 3000))).scaleb(-10))))  # many per DOUBLE
+        a = Decimal(int(rng.integers(-99999, 99999))).scaleb(-3)
+        n = int(rng.integers(-(2 ** 62), 2 ** 62))
+        rows.append(f"({i}, {h}, {m}, {a}, {n}, 'c{i % 3}')")
+    c.execute(f"CREATE TABLE wide_src AS SELECT id, h::{WIDE['h']} AS h, m::{WIDE['m']} AS m, "
+              f"a::DECIMAL(12,3) AS a, n::BIGINT AS n, c "
+              f"FROM (VALUES {', '.join(rows)}) v(id, h, m, a, n, c)")
+    assert c.execute("SELECT count(DISTINCT h) > count(DISTINCT h::DOUBLE), "
+                     "count(DISTINCT m) > count(DISTINCT m::DOUBLE), count(*) - count(h), "
+                     "count(*) - count(m), min(m) < 0 FROM wide_src").fetchall() \
+        == [(True, True, 9, 11, True)]
+    yield c
+    c.close()
+
+
+def _wide_check(con, out, qi):
+    """Every non-NULL bound of ``out`` (an output of wide_src) is a Decimal of the column's
+    values and holds its row exactly, a NULL value or suppressed row publishes a NULL range, the
+    bounds have the column's DECIMAL type; gcp, kanon_qi_loss and qi_loss are the exact ones."""
+    rel = con.sql(f"FROM {out}")
+    types = dict(zip(rel.columns, map(str, rel.types)))
+    for q, typ in WIDE.items():
+        assert (types[f"{q}_min"], types[f"{q}_max"]) == (typ, typ), (out, q, types)
+    num = [q for q in qi if q != "c"]
+    sel = ", ".join(f"t.{q}, o.{q}_min, o.{q}_max" for q in num)
+    rows = con.execute(f"SELECT o.suppressed, o.c, {sel} FROM {out} o JOIN wide_src t USING (id)"
+                       ).fetchall()
+    assert len(rows) == WIDE_N
+    assert con.execute(f"SELECT min(ec_size) FROM {out}").fetchone()[0] >= 4
+    values = {q: {r[2 + 3 * i] for r in rows} - {None} for i, q in enumerate(num)}
+    for r in rows:
+        for i, q in enumerate(num):
+            v, lo, hi = r[2 + 3 * i: 5 + 3 * i]
+            if r[0] or v is None:
+                assert lo is None and hi is None, (q, r[0], v, lo, hi)
+            elif lo is not None:
+                assert lo in values[q] and hi in values[q], (q, lo, hi)  # data values
+                assert lo <= v <= hi, (q, v, lo, hi)  # truthful, exactly
+    glo = {q: Fraction(min(v)) for q, v in values.items()}
+    ghi = {q: Fraction(max(v)) for q, v in values.items()}
+    gcp, per_qi = naive_metrics.exact_losses(rows, num, qi, glo, ghi)
+    naive_metrics.assert_losses_equal(con, out, gcp, per_qi)
+
+
+WIDE_QI = ["h", "m", "a", "n", "c"]
+WIDE_ARGS = f"k := 4, qi := {WIDE_QI}, seed := 3"
+
+
+@pytest.mark.parametrize("algo", ["mondrian", "kmember", "optimal", "datafly"])
+def test_a_decimal_beyond_bigint_unscaled_publishes_exact_bounds(wide, algo):
+    """DECIMAL(38,0) near +-10^30 and DECIMAL(38,10) near +-10^12 (unscaled integers past
+    BIGINT, carried as two halves: published.split_unscaled) publish exact DECIMAL(38, s)
+    bounds on every path: the base table read in order (output_sql.positional_sql), a view
+    (output_sql.output_sql, row by row), a TEMP table (sql/caller_read.sql) and the Python API,
+    all the same rows. Before: refused ("outside the BIGINT range")."""
+    con = wide
+    args = f"{WIDE_ARGS}, algo := '{algo}'"
+    con.execute("CREATE OR REPLACE VIEW wide_view AS FROM wide_src")
+    con.execute("CREATE OR REPLACE TEMP TABLE wide_tmp AS FROM wide_src")
+    outs = {}
+    for path, src in (("base", "wide_src"), ("view", "wide_view"), ("temp", "wide_tmp")):
+        con.execute(f"CREATE OR REPLACE TABLE wide_out_{path} AS FROM k_anonymize('{src}', {args})")
+        outs[path] = f"wide_out_{path}"
+    rel = kanon_duckdb.anonymize("wide_src", k=4, qi=WIDE_QI, seed=3, algo=algo, con=con)
+    rel.create("wide_out_api")
+    outs["api"] = "wide_out_api"
+    published = {}
+    for path, out in outs.items():
+        _wide_check(con, out, WIDE_QI)
+        published[path] = con.execute(f"SELECT * EXCLUDE (kanon_run) FROM {out} ORDER BY id"
+                                      ).fetchall()
+    assert all(p == published["base"] for p in published.values()), algo
+    for out in outs.values():
+        con.execute(f"DROP TABLE {out}")
 
 
 def test_a_scale_past_18_is_exact_on_both_paths():
@@ -160,5 +246,63 @@ def test_a_scale_past_18_is_exact_on_both_paths():
         values = {r[0] for r in c.execute("SELECT v FROM s20").fetchall()}
         for (i, lo, hi, *_), (v,) in zip(rows[0], c.execute("SELECT v FROM s20 ORDER BY id").fetchall()):
             assert lo in values and hi in values and lo <= v <= hi, (i, lo, v, hi)
+    finally:
+        c.close()
+
+
+def test_the_rewriter_reads_bounds_at_decimal38s_extremes(wide):
+    """kanon_rewrite / query_error on wide_src's output (h reaches +-(10^38 - 1)): midpoints and
+    sums of DECIMAL(38,0) bounds there overflow DECIMAL(38) in DuckDB, so the rewriter reads
+    them as DOUBLE (published.wide_bound_type). Before: 'Overflow in addition of DECIMAL(38)'."""
+    con = wide
+    con.execute(f"CREATE OR REPLACE TABLE wide_rw AS FROM k_anonymize('wide_src', {WIDE_ARGS})")
+    assert con.execute("SELECT max(h_max) FROM wide_rw").fetchone()[0] == Decimal(10 ** 38 - 1)
+    for sql in ["SELECT avg(h), sum(m) FROM wide_src", "SELECT c, avg(h) FROM wide_src GROUP BY c"]:
+        got = con.execute("FROM query_error(?, 'wide_src', 'wide_rw')", [sql]).fetchall()
+        assert got and all(np.isfinite(float(x)) for r in got for x in r
+                           if not isinstance(x, str) and x is not None), (sql, got)
+        assert con.execute(kanon_rewrite(con, sql, "wide_rw")).fetchall()
+    con.execute("DROP TABLE wide_rw")
+
+
+def test_a_wide_decimal_of_a_relation_or_column_named_v():
+    """The look-up of a DECIMAL(p > 15)'s values (decimals._looked_up) groups by position: its
+    old alias v bound to a column v, or to the row of a relation named v (a binder error)."""
+    c = kanon_duckdb.connect()
+    try:
+        c.execute("CREATE TABLE t AS SELECT i AS id, (812345678 + i / 10000000000)::DECIMAL(38,10) "
+                  "AS x, i % 3 AS v FROM range(40) r(i)")
+        c.execute("CREATE VIEW v AS FROM t")
+        values = {r[0] for r in c.execute("SELECT x FROM t").fetchall()}
+        for src in ("t", "v"):
+            got = c.execute(f"SELECT x, x_min, x_max FROM t JOIN k_anonymize('{src}', k := 4, "
+                            f"qi := ['x']) USING (id)").fetchall()
+            assert len(got) == 40
+            for x, lo, hi in got:
+                assert lo in values and hi in values and lo <= x <= hi, (src, x, lo, hi)
+    finally:
+        c.close()
+
+
+@pytest.mark.parametrize("scale", [0, 4, 10, 18, 20])
+def test_wide_unscaled_halves_turn_back_into_the_exact_decimal(scale):
+    """published.split_unscaled then unscaled_sql give back every DECIMAL(38, s) value exactly:
+    both sides of the BIGINT fast path (high = low's sign), the int64 edges, DECIMAL(38)'s
+    extremes, negatives."""
+    from kanon_duckdb.published import split_unscaled, unscaled_sql
+    c = kanon_duckdb.connect()
+    try:
+        us = [0, 1, -1, 12345, -12345, 2 ** 63 - 1, -2 ** 63, 2 ** 63, -2 ** 63 - 1, 2 ** 64,
+              -2 ** 64, 10 ** 30 + 7, -(10 ** 30) - 7, 10 ** 38 - 1, -(10 ** 38 - 1),
+              10 ** 38 - 2 ** 63, -(10 ** 38) + 2 ** 63 + 1]
+        high, low = split_unscaled(us)
+        c.execute("CREATE TABLE halves AS SELECT unnest(?::BIGINT[]) AS h, unnest(?::BIGINT[]) AS l",
+                  [high.tolist(), low.tolist()])
+        got = [r[0] for r in c.execute(
+            f"SELECT {unscaled_sql('h', f'DECIMAL(38,{scale})', 'l')} FROM halves").fetchall()]
+        wide = Context(prec=80)  # the default 28 digits would round the reference
+        assert got == [Decimal(u).scaleb(-scale, context=wide) for u in us]
+        assert c.execute(f"SELECT {unscaled_sql('NULL::BIGINT', 'DECIMAL(38,2)', 'NULL::BIGINT')}"
+                         ).fetchall() == [(None,)]
     finally:
         c.close()

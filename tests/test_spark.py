@@ -506,22 +506,26 @@ def test_local_cluster_executors_share_one_numba_compile(tmp_path):
     assert list(cache.rglob("*.nbi"))
 
 
-@pytest.mark.parametrize("algo, parts", [("mondrian", 1), ("mondrian", 60), ("optimal", 1)])
-def test_a_decimal_qi_publishes_decimal_bounds_of_its_values(spark, con, algo, parts):
+@pytest.mark.parametrize("algo, parts, width", [
+    ("mondrian", 1, "12,3"), ("mondrian", 60, "12,3"), ("optimal", 1, "12,3"),
+    ("mondrian", 1, "38,10"), ("mondrian", 60, "38,10")])
+def test_a_decimal_qi_publishes_decimal_bounds_of_its_values(spark, con, algo, parts, width):
     """A DECIMAL(12,3) QI's bounds are DECIMAL(12,3) in Spark too (the schema of the output
     SQL), exactly data values, each row within them compared as Python Decimals; one partition
-    equals the DuckDB path's rows."""
+    equals the DuckDB path's rows. DECIMAL(38,10) near +-10^12: unscaled integers past BIGINT
+    (published.split_unscaled's two halves)."""
     con.execute("CREATE OR REPLACE TABLE dec_people AS SELECT id, "
                 "((hash(id + 9) % 2000000)::BIGINT - 1000000)::DECIMAL(12,0) / 1000 AS a, sex "
                 "FROM people")
-    con.execute("CREATE OR REPLACE TABLE dec_people AS SELECT id, a::DECIMAL(12,3) AS a, sex "
-                "FROM dec_people")
+    wide = "* 1000000000 + (id % 7) / 10000000000" if width == "38,10" else ""
+    con.execute(f"CREATE OR REPLACE TABLE dec_people AS SELECT id, "
+                f"(a::DECIMAL({width}){wide})::DECIMAL({width}) AS a, sex FROM dec_people")
     rows = con.execute("SELECT id, a, sex FROM dec_people ORDER BY id").fetchall()
-    ddf = spark.createDataFrame(rows, "id long, a decimal(12,3), sex string")
+    ddf = spark.createDataFrame(rows, f"id long, a decimal({width}), sex string")
     extra = {} if algo == "mondrian" else {"algo": algo}
     kw = {"partition_rows": parts} if parts > 1 else {}
     out = k_anonymize(ddf, 4, ["a", "sex"], **kw, **extra)
-    assert dict(out.dtypes)["a_min"] == "decimal(12,3)" == dict(out.dtypes)["a_max"]
+    assert dict(out.dtypes)["a_min"] == f"decimal({width})" == dict(out.dtypes)["a_max"]
     got = rows_of(out)
     src = {r[0]: r[1] for r in rows}
     values = set(src.values())
@@ -533,7 +537,7 @@ def test_a_decimal_qi_publishes_decimal_bounds_of_its_values(spark, con, algo, p
     if parts == 1:
         duck = con.sql(f"FROM k_anonymize('dec_people', k := 4, qi := ['a', 'sex']"
                        f"{'' if algo == 'mondrian' else f', algo := {algo!r}'})")
-        assert [str(t) for t in duck.types][1:3] == ["DECIMAL(12,3)", "DECIMAL(12,3)"]
+        assert [str(t) for t in duck.types][1:3] == [f"DECIMAL({width})"] * 2
         want = sorted(tuple(v for c, v in zip(duck.columns, r) if c != "kanon_run")
                       for r in duck.fetchall())
         assert sorted(tuple(v for c, v in r.items() if c != "kanon_run") for r in got) == want
