@@ -32,6 +32,7 @@ import numpy as np
 from .published import EXACT_DECIMAL_DIGITS, decimal_width, split_unscaled, wide_decimal
 from .sqlutil import quote_ident
 
+
 def class_bounds(con, plan, data, g) -> dict:
     """{DECIMAL QI: (lo, hi, null_lo, null_hi)} of the classes of ``g`` (generalize's result on
     ``data``, the encoded relation ``plan.table_sql`` read through ``con``): int64 (C,) unscaled
@@ -82,17 +83,12 @@ def _looked_up(con, plan, c, s, lo, hi, null_lo, null_hi):
 
     def side(values, null, found, rounding):
         out = [0] * values.size
-        memo = {}
         for i in np.flatnonzero(~null):
             v = float(values[i])
-            u = memo.get(v)
-            if u is None:
-                u = found.get(v)
-                if u is None:  # not a value of the column: outward to the scale
-                    u = int((Decimal(v) * (Decimal(10) ** s)).to_integral_value(rounding))
-                u = int(u)
-                memo[v] = u
-            out[i] = u
+            u = found.get(v)
+            if u is None:  # not a value of the column: outward to the scale (kept for its peers)
+                u = found[v] = int((Decimal(v) * (Decimal(10) ** s)).to_integral_value(rounding))
+            out[i] = int(u)
         return out
 
     return (side(lo, null_lo, smallest, ROUND_FLOOR), side(hi, null_hi, largest, ROUND_CEILING))
